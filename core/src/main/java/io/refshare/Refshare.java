@@ -1,0 +1,147 @@
+package io.refshare;
+
+import io.refshare.share.ReceivedBlock;
+import io.refshare.share.Sharing;
+import io.refshare.tensor.DType;
+import io.refshare.tensor.Tensor;
+import io.refshare.tensor.TensorLayout;
+import io.refshare.wire.Descriptor;
+import io.refshare.wire.DescriptorCodec;
+
+import java.time.Duration;
+
+/**
+ * refshare in one process: allocate tensors in shared memory, share them with other
+ * processes as small messages, and receive what others share, zero-copy, with the
+ * producer's memory kept alive exactly as long as any process still uses it.
+ *
+ * <pre>{@code
+ * // producer
+ * try (Refshare rs = Refshare.open();
+ *      Tensor t = rs.allocate(DType.FLOAT32, 1024, 1024)) {
+ *     t.data().fill((byte) 1);
+ *     byte[] message = rs.share(t);   // counts one reference; send the bytes any way you like
+ * }                                   // t waits in the limbo until the consumer closes its copy
+ *
+ * // consumer
+ * try (Refshare rs = Refshare.open();
+ *      Tensor t = rs.receive(message)) {
+ *     float first = t.data().get(ValueLayout.JAVA_FLOAT, 0);
+ * }                                   // the producer may now reuse the memory
+ * }</pre>
+ *
+ * <p>One instance per process is the normal use; it is thread-safe. {@link #close()}
+ * gives back what this process still holds and removes its files; memory it shared stays
+ * valid in processes that mapped it.
+ */
+public final class Refshare implements AutoCloseable {
+    private final RefshareConfig config;
+    private final Sharing sharing;
+
+    private Refshare(RefshareConfig config) {
+        this.config = config;
+        this.sharing = new Sharing(config.shmDirectory(), config.capacityBytes(), config.slotsPerCounterFile(),
+                config.peersPerCounterFile());
+    }
+
+    public static Refshare open() {
+        return open(RefshareConfig.defaults());
+    }
+
+    public static Refshare open(RefshareConfig config) {
+        return new Refshare(config);
+    }
+
+    public RefshareConfig config() {
+        return config;
+    }
+
+    /** A new contiguous tensor in shared memory (contents unspecified: pooled memory is reused). */
+    public Tensor allocate(DType dtype, long... shape) {
+        TensorLayout layout = TensorLayout.contiguous(dtype, shape);
+        return new Tensor(sharing.allocate(Math.max(1, layout.byteSpan())), layout);
+    }
+
+    /** A new buffer of {@code bytes} bytes: a one-dimensional UINT8 tensor. */
+    public Tensor allocateBytes(long bytes) {
+        return allocate(DType.UINT8, bytes);
+    }
+
+    /** Counts one reference for a message carrying {@code tensor} and returns the message. */
+    public byte[] share(Tensor tensor) {
+        return DescriptorCodec.encode(describe(tensor));
+    }
+
+    /** Like {@link #share} but returns the descriptor before encoding. */
+    public Descriptor describe(Tensor tensor) {
+        return sharing.share(tensor.storage(), tensor.layout());
+    }
+
+    /** Receives a message made by {@link #share} in any process; close the tensor when done. */
+    public Tensor receive(byte[] message) {
+        return receive(DescriptorCodec.decode(message));
+    }
+
+    public Tensor receive(Descriptor descriptor) {
+        TensorLayout layout = descriptor.tensor() != null ? descriptor.tensor()
+                : TensorLayout.contiguous(DType.UINT8, descriptor.length());
+        ReceivedBlock block = sharing.receive(descriptor);
+        try {
+            return new Tensor(block, layout);
+        } catch (RuntimeException e) {
+            block.release();
+            throw e;
+        }
+    }
+
+    /** Returns the reference of a message that will never be received. */
+    public boolean cancel(byte[] message) {
+        return sharing.cancel(DescriptorCodec.decode(message));
+    }
+
+    /** Frees the blocks in the limbo that no process uses any more; returns how many. */
+    public int collect() {
+        return sharing.collect();
+    }
+
+    /**
+     * Frees what the limbo can and returns cached free memory to the system (removing the
+     * segment files that hold no block); returns the bytes given back. Allocation stays
+     * possible and grows again on demand.
+     */
+    public long trim() {
+        return sharing.trim();
+    }
+
+    /**
+     * Waits until no block of this process is in the limbo (every consumer is done), up to
+     * {@code timeout}; true when it is empty.
+     */
+    public boolean awaitLimboEmpty(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (true) {
+            sharing.collect();
+            if (sharing.stats().limboBlocks() == 0) {
+                return true;
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+    }
+
+    public Sharing.Stats stats() {
+        return sharing.stats();
+    }
+
+    /** The engine underneath, for transports (queues) that move descriptors. */
+    public Sharing sharing() {
+        return sharing;
+    }
+
+    @Override
+    public void close() {
+        sharing.close();
+    }
+}

@@ -1,0 +1,65 @@
+package io.refshare;
+
+import io.refshare.shm.ShmDirectory;
+
+import java.nio.file.Path;
+
+/**
+ * How a process uses refshare. Every process that talks to another must agree on the
+ * directory and the prefix.
+ *
+ * @param directory          where shared files live (default {@code /dev/shm})
+ * @param prefix             first part of every file name (default {@code refshare})
+ * @param groupAccess        files readable and writable by the owner's group too (mode 0660 instead of 0600)
+ * @param capacityBytes      most bytes of segments this process may hold (default unlimited)
+ * @param slotsPerCounterFile tokens per counter file before a new one is started
+ * @param peersPerCounterFile processes that can hold tokens of one counter file
+ */
+public record RefshareConfig(Path directory, String prefix, boolean groupAccess, long capacityBytes,
+                             int slotsPerCounterFile, int peersPerCounterFile) {
+
+    public static final int DEFAULT_SLOTS_PER_COUNTER_FILE = 10_000;
+    public static final int DEFAULT_PEERS_PER_COUNTER_FILE = 256;
+
+    public RefshareConfig {
+        if (capacityBytes <= 0) {
+            throw new IllegalArgumentException("capacityBytes must be positive: " + capacityBytes);
+        }
+        if (slotsPerCounterFile < 1 || peersPerCounterFile < 1) {
+            throw new IllegalArgumentException("counter files need at least one slot and one peer");
+        }
+    }
+
+    public static RefshareConfig defaults() {
+        return new RefshareConfig(ShmDirectory.DEFAULT_DIRECTORY, ShmDirectory.DEFAULT_PREFIX, false, Long.MAX_VALUE,
+                DEFAULT_SLOTS_PER_COUNTER_FILE, DEFAULT_PEERS_PER_COUNTER_FILE);
+    }
+
+    public RefshareConfig withDirectory(Path d) {
+        return new RefshareConfig(d, prefix, groupAccess, capacityBytes, slotsPerCounterFile, peersPerCounterFile);
+    }
+
+    public RefshareConfig withPrefix(String p) {
+        return new RefshareConfig(directory, p, groupAccess, capacityBytes, slotsPerCounterFile, peersPerCounterFile);
+    }
+
+    public RefshareConfig withGroupAccess(boolean g) {
+        return new RefshareConfig(directory, prefix, g, capacityBytes, slotsPerCounterFile, peersPerCounterFile);
+    }
+
+    public RefshareConfig withCapacityBytes(long c) {
+        return new RefshareConfig(directory, prefix, groupAccess, c, slotsPerCounterFile, peersPerCounterFile);
+    }
+
+    public RefshareConfig withSlotsPerCounterFile(int s) {
+        return new RefshareConfig(directory, prefix, groupAccess, capacityBytes, s, peersPerCounterFile);
+    }
+
+    public RefshareConfig withPeersPerCounterFile(int p) {
+        return new RefshareConfig(directory, prefix, groupAccess, capacityBytes, slotsPerCounterFile, p);
+    }
+
+    public ShmDirectory shmDirectory() {
+        return new ShmDirectory(directory, prefix, groupAccess ? ShmDirectory.OWNER_AND_GROUP : ShmDirectory.OWNER_ONLY);
+    }
+}

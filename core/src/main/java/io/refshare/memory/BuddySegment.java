@@ -1,0 +1,116 @@
+package io.refshare.memory;
+
+import java.util.BitSet;
+
+/**
+ * A binary buddy allocator over one 4 MiB segment, for blocks of 512 B to 1 MiB.
+ *
+ * <p>A chunk of order {@code k} is {@code 512 << k} bytes and starts at a multiple of its
+ * own size, so every block is aligned to its size class (at least 512 bytes). Free chunks
+ * are kept as one bitmap per order, indexed by {@code offset >> (9 + k)}; a chunk's buddy
+ * is at {@code offset ^ size}. Freeing merges with free buddies upwards, so a segment whose
+ * blocks are all freed is again a single free chunk of the top order, and can be released.
+ *
+ * <p>Not thread-safe: guarded by the owning allocator's lock.
+ */
+final class BuddySegment {
+    static final int MIN_SHIFT = 9;
+    static final int SEGMENT_SHIFT = 22;
+    static final long SEGMENT_BYTES = 1L << SEGMENT_SHIFT;
+    private static final int TOP_ORDER = SEGMENT_SHIFT - MIN_SHIFT;
+
+    private final Segment segment;
+    private final BitSet[] free = new BitSet[TOP_ORDER + 1];
+    private final int[] freeCount = new int[TOP_ORDER + 1];
+    private long usedBytes;
+
+    BuddySegment(Segment segment) {
+        if (segment.size() < SEGMENT_BYTES) {
+            throw new IllegalArgumentException("a small-block segment needs " + SEGMENT_BYTES + " bytes, "
+                    + segment.name() + " has " + segment.size());
+        }
+        this.segment = segment;
+        for (int order = 0; order <= TOP_ORDER; order++) {
+            free[order] = new BitSet(1 << (TOP_ORDER - order));
+        }
+        free[TOP_ORDER].set(0);
+        freeCount[TOP_ORDER] = 1;
+    }
+
+    /** The order of a chunk of {@code blockBytes} (a power of two between 512 B and the segment size). */
+    static int orderOf(long blockBytes) {
+        return Long.numberOfTrailingZeros(blockBytes) - MIN_SHIFT;
+    }
+
+    Segment segment() {
+        return segment;
+    }
+
+    /** The smallest order at or above {@code order} that has a free chunk, or -1: lets the caller pick the best fit across segments. */
+    int smallestFreeOrder(int order) {
+        for (int o = order; o <= TOP_ORDER; o++) {
+            if (freeCount[o] > 0) {
+                return o;
+            }
+        }
+        return -1;
+    }
+
+    /** Takes a chunk of {@code order}, splitting a larger one if needed; returns its offset, or -1 when none fits. */
+    long allocate(int order) {
+        int o = smallestFreeOrder(order);
+        if (o < 0) {
+            return -1;
+        }
+        int index = free[o].nextSetBit(0);
+        free[o].clear(index);
+        freeCount[o]--;
+        long offset = (long) index << (MIN_SHIFT + o);
+        while (o > order) {
+            // keep the lower half, the upper half becomes a free chunk one order down
+            o--;
+            long upper = offset + (1L << (MIN_SHIFT + o));
+            free[o].set((int) (upper >>> (MIN_SHIFT + o)));
+            freeCount[o]++;
+        }
+        usedBytes += 1L << (MIN_SHIFT + order);
+        return offset;
+    }
+
+    /** Returns the chunk at {@code offset} of {@code order}, merging it with free buddies. */
+    void release(long offset, int order) {
+        usedBytes -= 1L << (MIN_SHIFT + order);
+        int o = order;
+        while (o < TOP_ORDER) {
+            long size = 1L << (MIN_SHIFT + o);
+            int buddy = (int) ((offset ^ size) >>> (MIN_SHIFT + o));
+            if (!free[o].get(buddy)) {
+                break;
+            }
+            free[o].clear(buddy);
+            freeCount[o]--;
+            offset &= ~size;
+            o++;
+        }
+        int index = (int) (offset >>> (MIN_SHIFT + o));
+        if (free[o].get(index)) {
+            throw new IllegalStateException("buddy bookkeeping corrupted: chunk at " + offset + " of order " + o
+                    + " in " + segment.name() + " is already free");
+        }
+        free[o].set(index);
+        freeCount[o]++;
+    }
+
+    /** True when no block is allocated from this segment, so it can be given back. */
+    boolean isUnused() {
+        return usedBytes == 0;
+    }
+
+    int freeChunks() {
+        int n = 0;
+        for (int c : freeCount) {
+            n += c;
+        }
+        return n;
+    }
+}

@@ -1,0 +1,83 @@
+package io.refshare.share;
+
+import io.refshare.counter.CounterFile;
+import io.refshare.shm.ShmDirectory;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The sender's counter files: tokens are handed out from the current file, a full file is
+ * retired and a new one started, and a retired file is unlinked and unmapped as soon as
+ * every token it handed out has come back to its sender ({@link #returned}).
+ */
+final class CounterFilePool {
+    private final ShmDirectory directory;
+    private final int slotsPerFile;
+    private final int peersPerFile;
+    /** Tokens handed out and not yet returned, per file. */
+    private final Map<CounterFile, int[]> outstanding = new HashMap<>();
+    private final Map<String, CounterFile> byName = new HashMap<>();
+    private CounterFile current;
+
+    CounterFilePool(ShmDirectory directory, int slotsPerFile, int peersPerFile) {
+        this.directory = directory;
+        this.slotsPerFile = slotsPerFile;
+        this.peersPerFile = peersPerFile;
+    }
+
+    synchronized Token handOut() {
+        if (current == null) {
+            current = open();
+        }
+        int slot = current.handOut();
+        if (slot < 0) {
+            current = open();
+            slot = current.handOut();
+        }
+        outstanding.get(current)[0]++;
+        return new Token(current, slot);
+    }
+
+    private CounterFile open() {
+        CounterFile f = CounterFile.create(directory, slotsPerFile, peersPerFile);
+        outstanding.put(f, new int[1]);
+        byName.put(f.name(), f);
+        return f;
+    }
+
+    /** A token of ours came back (released, returned or reclaimed) and was seen by its sender. */
+    synchronized void returned(Token token) {
+        CounterFile f = token.file();
+        int[] left = outstanding.get(f);
+        if (left == null) {
+            return; // the pool was closed; the file is gone already
+        }
+        if (--left[0] == 0 && f.isRetired()) {
+            outstanding.remove(f);
+            byName.remove(f.name());
+            f.unlink();
+            f.close();
+        }
+    }
+
+    /** Our own counter file of this name, or null when it is not (or no longer) ours. */
+    synchronized CounterFile ownFile(String name) {
+        return byName.get(name);
+    }
+
+    synchronized int liveFiles() {
+        return outstanding.size();
+    }
+
+    /** Unlinks and unmaps every file: processes still holding tokens keep their own mappings. */
+    synchronized void close() {
+        for (CounterFile f : outstanding.keySet()) {
+            f.unlink();
+            f.close();
+        }
+        outstanding.clear();
+        byName.clear();
+        current = null;
+    }
+}

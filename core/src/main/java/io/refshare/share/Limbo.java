@@ -1,0 +1,60 @@
+package io.refshare.share;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Storages the sender no longer uses but some consumer still does. {@link #collect()}
+ * frees those whose every token has come back.
+ *
+ * <h2>Implementation notes</h2>
+ * The lock guards only the list. Collection takes the freeable entries out under the
+ * lock and disposes of them after releasing it, because disposing frees into the
+ * allocator, whose miss path collects the limbo again: freeing under this lock would let
+ * two threads deadlock (one holding the allocator, one the limbo), which is how PyTorch's
+ * limbo once hung. Two collections running at once take disjoint entries, so each entry
+ * is disposed of exactly once.
+ */
+final class Limbo {
+    private final List<SentBlock> waiting = new ArrayList<>();
+    private long bytes;
+
+    synchronized void add(SentBlock block) {
+        waiting.add(block);
+        bytes += block.byteSize();
+    }
+
+    /** Frees every waiting storage no process uses any more; returns how many. */
+    int collect() {
+        List<SentBlock> free;
+        synchronized (this) {
+            if (waiting.isEmpty()) {
+                return 0;
+            }
+            free = new ArrayList<>();
+            int keep = 0;
+            for (int i = 0; i < waiting.size(); i++) {
+                SentBlock b = waiting.get(i);
+                if (b.prune() == 0) {
+                    free.add(b);
+                    bytes -= b.byteSize();
+                } else {
+                    waiting.set(keep++, b);
+                }
+            }
+            waiting.subList(keep, waiting.size()).clear();
+        }
+        for (SentBlock b : free) {
+            b.storage().dispose();
+        }
+        return free.size();
+    }
+
+    synchronized int size() {
+        return waiting.size();
+    }
+
+    synchronized long bytes() {
+        return bytes;
+    }
+}

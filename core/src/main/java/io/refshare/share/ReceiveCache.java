@@ -1,0 +1,138 @@
+package io.refshare.share;
+
+import io.refshare.InvalidDataException;
+import io.refshare.counter.CounterFile;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * What the receiving side of this process keeps mapped: each sender's segment once, for as
+ * long as any block received from it is open, and each sender's counter file once, for as
+ * long as this process holds one of its tokens or the sender may still hand out more from
+ * it (the file is not retired). Nothing is mapped or opened per message or per release.
+ */
+final class ReceiveCache {
+    /** A segment mapped in this process and the number of open blocks that use it. */
+    static final class Mapping {
+        private final ShmFile file;
+        private int users;
+
+        Mapping(ShmFile file) {
+            this.file = file;
+        }
+
+        ShmFile file() {
+            return file;
+        }
+    }
+
+    private static final class OpenCounters {
+        final CounterFile file;
+        int tokens;
+
+        OpenCounters(CounterFile file) {
+            this.file = file;
+        }
+    }
+
+    private final ShmDirectory directory;
+    private final Map<String, Mapping> segments = new HashMap<>();
+    private final Map<String, OpenCounters> counters = new HashMap<>();
+
+    ReceiveCache(ShmDirectory directory) {
+        this.directory = directory;
+    }
+
+    /** The counter file of this name, mapped once, counting one more token held from it. */
+    synchronized CounterFile holdCounters(String name) {
+        OpenCounters c = counters.get(name);
+        if (c == null) {
+            c = new OpenCounters(CounterFile.open(directory, name));
+            counters.put(name, c);
+        }
+        c.tokens++;
+        return c.file;
+    }
+
+    /** Undoes {@link #holdCounters} for a token that was not taken after all. */
+    synchronized void unholdCounters(CounterFile file) {
+        dropToken(file);
+    }
+
+    /** The segment of this name, mapped once, with one more user. */
+    synchronized Mapping mapSegment(String name, long expectedSize) {
+        Mapping m = segments.get(name);
+        if (m == null) {
+            ShmFile f = directory.open(name, ShmKind.SEGMENT, expectedSize);
+            if (f.size() != expectedSize) {
+                f.close();
+                throw new InvalidDataException("segment " + name + " is " + f.size() + " bytes, the descriptor says "
+                        + expectedSize);
+            }
+            m = new Mapping(f);
+            segments.put(name, m);
+        }
+        m.users++;
+        return m;
+    }
+
+    /** Releases a received token and drops one user of its mapping. */
+    void release(Token token, Mapping mapping) {
+        try {
+            if (!token.file().release(token.slot())) {
+                // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
+                System.getLogger(ReceiveCache.class.getName()).log(System.Logger.Level.WARNING,
+                        "token {0} of {1} was no longer held by this process", token.slot(), token.file());
+            }
+        } finally {
+            synchronized (this) {
+                dropToken(token.file());
+                unmapSegment(mapping);
+            }
+        }
+    }
+
+    synchronized void unmapSegment(Mapping m) {
+        if (--m.users == 0) {
+            segments.remove(m.file.name());
+            m.file.close();
+        }
+    }
+
+    private void dropToken(CounterFile file) {
+        OpenCounters c = counters.get(file.name());
+        if (c != null && --c.tokens == 0 && file.isRetired()) {
+            counters.remove(file.name());
+            file.close();
+        }
+    }
+
+    synchronized int mappedSegments() {
+        return segments.size();
+    }
+
+    synchronized int mappedCounterFiles() {
+        return counters.size();
+    }
+
+    /**
+     * Gives back every token this process still holds and unmaps everything; blocks still
+     * open in this process become unusable.
+     */
+    synchronized int close() {
+        int released = 0;
+        for (OpenCounters c : counters.values()) {
+            released += c.file.releaseAllHeldBy(ProcessIdentity.current());
+        }
+        segments.values().forEach(m -> m.file.close());
+        counters.values().forEach(c -> c.file.close());
+        segments.clear();
+        counters.clear();
+        return released;
+    }
+}

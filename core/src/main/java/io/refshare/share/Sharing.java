@@ -1,0 +1,214 @@
+package io.refshare.share;
+
+import io.refshare.InvalidDataException;
+import io.refshare.RefshareException;
+import io.refshare.counter.CounterFile;
+import io.refshare.counter.CounterFileLayout;
+import io.refshare.memory.AllocatorStats;
+import io.refshare.memory.CachingAllocator;
+import io.refshare.memory.HostBackend;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.tensor.TensorLayout;
+import io.refshare.wire.Backend;
+import io.refshare.wire.Descriptor;
+
+/**
+ * One process's sharing engine: it allocates blocks, hands out a token for every send,
+ * keeps dropped-but-still-used blocks in the {@link Limbo}, and turns descriptors from
+ * other processes into {@link ReceivedBlock}s.
+ *
+ * <p>The limbo is collected when the allocator finds no free block (before it grows),
+ * whenever a shared block is dropped, and on {@link #collect()}.
+ */
+public final class Sharing implements AutoCloseable {
+    private static final byte[] NO_EVENT = new byte[0];
+
+    private final ShmDirectory directory;
+    private final CachingAllocator allocator;
+    private final CounterFilePool counterFiles;
+    private final ReceiveCache receiveCache;
+    private final Limbo limbo = new Limbo();
+    private final ProcessIdentity self = ProcessIdentity.current();
+    private volatile boolean closed;
+
+    public Sharing(ShmDirectory directory, long capacityBytes, int slotsPerFile, int peersPerFile) {
+        this.directory = directory;
+        this.allocator = new CachingAllocator(new HostBackend(directory), this::collect, capacityBytes);
+        this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile);
+        this.receiveCache = new ReceiveCache(directory);
+    }
+
+    public ShmDirectory directory() {
+        return directory;
+    }
+
+    /** A new block of at least {@code bytes} bytes (its length is exactly {@code bytes}). */
+    public LocalBlock allocate(long bytes) {
+        ensureOpen();
+        return new LocalBlock(this, allocator.allocate(bytes));
+    }
+
+    /**
+     * Counts one more reference to {@code storage} for a message and describes it. The
+     * reference stays counted until the receiver closes what it received, or until the
+     * message is returned with {@link #cancel} if it is never received.
+     */
+    public Descriptor share(Storage storage, TensorLayout layout) {
+        ensureOpen();
+        layout.checkFits(storage.byteSize());
+        storage.retain();
+        try {
+            Token token = counterFiles.handOut();
+            storage.sentBlock().add(token);
+            return new Descriptor(Backend.HOST, storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
+                    storage.byteSize(), token.file().name(), token.slot(), NO_EVENT, layout, self.pid(),
+                    self.startTicks());
+        } finally {
+            storage.release();
+        }
+    }
+
+    /**
+     * Takes the reference a descriptor carries and maps its memory. A descriptor can be
+     * received once: a second attempt (here or in any process) fails without touching any
+     * count.
+     */
+    public ReceivedBlock receive(Descriptor d) {
+        ensureOpen();
+        if (d.backend() != Backend.HOST) {
+            throw new RefshareException("this process has no " + d.backend() + " backend; cannot receive " + d);
+        }
+        CounterFile counters = receiveCache.holdCounters(d.counterFileName());
+        boolean taken = false;
+        try {
+            if (counters.owner().pid() != d.senderPid() || counters.owner().startTicks() != d.senderStartTicks()) {
+                throw new InvalidDataException("descriptor claims sender pid " + d.senderPid() + " but "
+                        + counters + " belongs to " + counters.owner());
+            }
+            if (!counters.claim(d.slot())) {
+                throw new RefshareException("message already received or returned: token " + d.slot() + " of "
+                        + counters + " is " + stateName(counters.state(d.slot())));
+            }
+            taken = true;
+            ReceiveCache.Mapping mapping;
+            try {
+                mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize());
+            } catch (RuntimeException e) {
+                counters.release(d.slot());
+                taken = false;
+                throw e;
+            }
+            return new ReceivedBlock(this, new Token(counters, d.slot()), mapping, d.offset(), d.length());
+        } finally {
+            if (!taken) {
+                receiveCache.unholdCounters(counters);
+            }
+        }
+    }
+
+    /**
+     * Returns the reference of a message that will never be received (its queue closed, its
+     * receiver left). False when it was already received or returned: then nothing changes.
+     */
+    public boolean cancel(Descriptor d) {
+        CounterFile own = counterFiles.ownFile(d.counterFileName());
+        if (own != null) {
+            return own.cancel(d.slot());
+        }
+        CounterFile counters = receiveCache.holdCounters(d.counterFileName());
+        try {
+            return counters.cancel(d.slot());
+        } finally {
+            receiveCache.unholdCounters(counters);
+        }
+    }
+
+    /** Frees every block in the limbo that no process uses any more; returns how many. */
+    public int collect() {
+        return limbo.collect();
+    }
+
+    /** Collects the limbo and gives cached free memory back to the system; returns the bytes released. */
+    public long trim() {
+        limbo.collect();
+        return allocator.releaseCached();
+    }
+
+    void lastReferenceDropped(Storage storage) {
+        SentBlock sent = storage.sentBlockOrNull();
+        if (sent == null) {
+            storage.dispose();
+            return;
+        }
+        limbo.collect();
+        if (sent.prune() == 0) {
+            storage.dispose();
+        } else {
+            limbo.add(sent);
+        }
+    }
+
+    CachingAllocator allocator() {
+        return allocator;
+    }
+
+    CounterFilePool counterFiles() {
+        return counterFiles;
+    }
+
+    ReceiveCache receiveCache() {
+        return receiveCache;
+    }
+
+    public Stats stats() {
+        return new Stats(allocator.stats(), limbo.size(), limbo.bytes(), counterFiles.liveFiles(),
+                receiveCache.mappedSegments(), receiveCache.mappedCounterFiles());
+    }
+
+    /**
+     * What this process holds. {@code ownCounterFiles} are the counter files it created and
+     * still needs; {@code mappedSegments} and {@code mappedCounterFiles} are other
+     * processes' files it has mapped to receive.
+     */
+    public record Stats(AllocatorStats allocator, int limboBlocks, long limboBytes, int ownCounterFiles,
+                        int mappedSegments, int mappedCounterFiles) {
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("refshare context is closed");
+        }
+    }
+
+    private static String stateName(int state) {
+        return switch (state) {
+            case CounterFileLayout.FREE -> "not handed out";
+            case CounterFileLayout.IN_FLIGHT -> "in flight";
+            case CounterFileLayout.HELD -> "held by a receiver";
+            case CounterFileLayout.RELEASED -> "released";
+            default -> "corrupt (state " + state + ")";
+        };
+    }
+
+    /**
+     * Gives back every reference this process still holds, then removes and unmaps its
+     * files. Other processes keep the memory they mapped; messages not yet received can
+     * no longer be. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        receiveCache.close();
+        limbo.collect();
+        allocator.close();
+        counterFiles.close();
+    }
+}

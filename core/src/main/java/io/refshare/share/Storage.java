@@ -1,0 +1,94 @@
+package io.refshare.share;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Memory that tensors in this process point into, counted within the process: each
+ * tensor or view holds one reference. When the last one goes, the storage is either
+ * disposed (never shared, or every shared reference already came back) or handed to the
+ * limbo to wait for the consumers that still hold it.
+ *
+ * <p>Two kinds: a {@link LocalBlock} (this process allocated it) and a
+ * {@link ReceivedBlock} (another process shared it with us). A received block can itself
+ * be shared onward (forwarding); it then stays open until the last process it was
+ * forwarded to lets it go.
+ */
+public abstract sealed class Storage permits LocalBlock, ReceivedBlock {
+    private final AtomicInteger references = new AtomicInteger(1);
+    final Sharing sharing;
+    private volatile SentBlock sent;
+
+    Storage(Sharing sharing) {
+        this.sharing = sharing;
+    }
+
+    /** The bytes of this storage; throws {@link IllegalStateException} once it is released. */
+    public final MemorySegment memory() {
+        if (references.get() <= 0) {
+            throw new IllegalStateException(this + " is released");
+        }
+        return bytes();
+    }
+
+    abstract MemorySegment bytes();
+
+    public abstract long byteSize();
+
+    /** Name of the segment this storage lies in, as a consumer opens it. */
+    abstract String segmentName();
+
+    abstract long segmentSize();
+
+    /** Offset of this storage within its segment. */
+    abstract long segmentOffset();
+
+    /** Frees the memory for good: back to the allocator, or the received reference returned. */
+    abstract void dispose();
+
+    /** Adds an in-process reference; fails once the storage is released. */
+    public final Storage retain() {
+        int r;
+        do {
+            r = references.get();
+            if (r <= 0) {
+                throw new IllegalStateException(this + " is already released");
+            }
+        } while (!references.compareAndSet(r, r + 1));
+        return this;
+    }
+
+    /** Drops an in-process reference; the last one frees the storage or puts it in the limbo. */
+    public final void release() {
+        int r = references.decrementAndGet();
+        if (r == 0) {
+            sharing.lastReferenceDropped(this);
+        } else if (r < 0) {
+            references.incrementAndGet();
+            throw new IllegalStateException(this + " was released more often than retained");
+        }
+    }
+
+    public final int references() {
+        return references.get();
+    }
+
+    /** The sent-block record of this storage, created at its first share. */
+    final SentBlock sentBlock() {
+        SentBlock s = sent;
+        if (s == null) {
+            synchronized (this) {
+                s = sent;
+                if (s == null) {
+                    sent = s = new SentBlock(this);
+                }
+            }
+        }
+        return s;
+    }
+
+    /** The sent-block record, or null when this storage was never shared. */
+    final SentBlock sentBlockOrNull() {
+        return sent;
+    }
+}

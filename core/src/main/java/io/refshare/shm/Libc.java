@@ -1,0 +1,151 @@
+package io.refshare.shm;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The few libc calls the JDK does not offer: exclusive creation with an exact mode,
+ * space reservation ({@code posix_fallocate}), and futex wait/wake on shared memory.
+ * Each call returns or throws; errno is captured through the linker so it is never
+ * clobbered by the JVM between the call and the read.
+ */
+public final class Libc {
+    public static final int O_RDWR = 02;
+    public static final int O_CREAT = 0100;
+    public static final int O_EXCL = 0200;
+    public static final int O_NOFOLLOW = 0400000;
+    public static final int O_CLOEXEC = 02000000;
+
+    public static final int EINTR = 4;
+    public static final int EAGAIN = 11;
+    public static final int EEXIST = 17;
+    public static final int ENOSPC = 28;
+    public static final int ETIMEDOUT = 110;
+
+    private static final long SYS_FUTEX = 202; // x86_64
+    private static final int FUTEX_WAIT = 0;
+    private static final int FUTEX_WAKE = 1;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LIBC = LINKER.defaultLookup();
+    private static final Linker.Option ERRNO = Linker.Option.captureCallState("errno");
+    private static final VarHandle ERRNO_HANDLE = Linker.Option.captureStateLayout()
+            .varHandle(java.lang.foreign.MemoryLayout.PathElement.groupElement("errno"));
+
+    private static final MethodHandle OPEN = LINKER.downcallHandle(LIBC.findOrThrow("open"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT),
+            ERRNO, Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle CLOSE = LINKER.downcallHandle(LIBC.findOrThrow("close"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+    private static final MethodHandle POSIX_FALLOCATE = LINKER.downcallHandle(LIBC.findOrThrow("posix_fallocate"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+    private static final MethodHandle STRERROR = LINKER.downcallHandle(LIBC.findOrThrow("strerror"),
+            FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+    private static final MethodHandle SYSCALL6 = LINKER.downcallHandle(LIBC.findOrThrow("syscall"),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_INT),
+            ERRNO, Linker.Option.firstVariadicArg(1));
+
+    private Libc() {
+    }
+
+    /** A failed libc call: the call, the errno and its text. */
+    public static final class ErrnoException extends java.io.IOException {
+        private final int errno;
+
+        ErrnoException(String call, int errno) {
+            super(call + " failed: " + strerror(errno) + " (errno " + errno + ")");
+            this.errno = errno;
+        }
+
+        public int errno() {
+            return errno;
+        }
+    }
+
+    /** {@code open(path, flags, mode)}; returns the file descriptor. */
+    public static int open(String path, int flags, int mode) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(path), flags, mode);
+            if (fd < 0) {
+                throw new ErrnoException("open(" + path + ")", (int) ERRNO_HANDLE.get(state, 0L));
+            }
+            return fd;
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    public static void close(int fd) {
+        try {
+            int ignored = (int) CLOSE.invokeExact(fd);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** Reserves {@code length} bytes so later writes through a mapping cannot fault (SIGBUS) for lack of space. */
+    public static void posixFallocate(int fd, long length, String what) throws ErrnoException {
+        int rc;
+        try {
+            rc = (int) POSIX_FALLOCATE.invokeExact(fd, 0L, length);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+        if (rc != 0) {
+            throw new ErrnoException("posix_fallocate(" + what + ", " + length + " bytes)", rc);
+        }
+    }
+
+    /**
+     * Sleeps while the 32-bit word at {@code address} equals {@code expected}, for at most
+     * {@code timeoutNanos} (or forever when negative). A shared (not private) futex: it
+     * works across processes that map the same file. Spurious returns are allowed; callers
+     * re-check their condition.
+     */
+    public static void futexWait(MemorySegment address, int expected, long timeoutNanos) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            MemorySegment timeout = MemorySegment.NULL;
+            if (timeoutNanos >= 0) {
+                timeout = arena.allocate(16, 8);
+                timeout.set(ValueLayout.JAVA_LONG, 0, timeoutNanos / 1_000_000_000L);
+                timeout.set(ValueLayout.JAVA_LONG, 8, timeoutNanos % 1_000_000_000L);
+            }
+            long ignored = (long) SYSCALL6.invokeExact(state, SYS_FUTEX, address, FUTEX_WAIT, expected, timeout,
+                    MemorySegment.NULL, 0);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** Wakes up to {@code count} waiters on the word at {@code address}; returns how many woke. */
+    public static int futexWake(MemorySegment address, int count) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            return (int) (long) SYSCALL6.invokeExact(state, SYS_FUTEX, address, FUTEX_WAKE, count,
+                    MemorySegment.NULL, MemorySegment.NULL, 0);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    public static String strerror(int errno) {
+        try {
+            MemorySegment s = (MemorySegment) STRERROR.invokeExact(errno);
+            return s.reinterpret(256).getString(0);
+        } catch (Throwable t) {
+            return "errno " + errno;
+        }
+    }
+}

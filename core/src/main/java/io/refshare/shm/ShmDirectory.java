@@ -1,0 +1,187 @@
+package io.refshare.shm;
+
+import io.refshare.InvalidDataException;
+import io.refshare.OutOfSharedMemoryException;
+import io.refshare.RefshareException;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.SecureRandom;
+import java.util.HexFormat;
+import java.util.regex.Pattern;
+
+/**
+ * The directory refshare keeps its files in (default {@code /dev/shm}) and the one gate
+ * through which every such file is named, created and opened.
+ *
+ * <p>Names are {@code <prefix>-<kind>-<32 hex digits>}: 128 random bits, so no other
+ * process can guess or pre-create them. A name that comes from outside (a descriptor, a
+ * frame) is checked against that shape before it is resolved, so a hostile name such as
+ * {@code ../../etc/passwd} or {@code a/b} is refused and nothing outside the directory is
+ * ever opened. Files are created exclusively ({@code O_EXCL}, never following a link)
+ * with mode 0600 by default, and their space is reserved at creation.
+ */
+public final class ShmDirectory {
+    public static final Path DEFAULT_DIRECTORY = Path.of("/dev/shm");
+    public static final String DEFAULT_PREFIX = "refshare";
+    public static final int OWNER_ONLY = 0600;
+    public static final int OWNER_AND_GROUP = 0660;
+
+    private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9_]{1,32}");
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Path directory;
+    private final String prefix;
+    private final int mode;
+    private final Pattern names;
+
+    public ShmDirectory(Path directory, String prefix, int mode) {
+        if (!PREFIX.matcher(prefix).matches()) {
+            throw new IllegalArgumentException("prefix must be 1-32 letters, digits or '_': '" + prefix + "'");
+        }
+        if ((mode & ~0660) != 0 || (mode & 0600) != 0600) {
+            throw new IllegalArgumentException("mode must be 0600 or 0660, was 0" + Integer.toOctalString(mode));
+        }
+        this.directory = directory.toAbsolutePath().normalize();
+        this.prefix = prefix;
+        this.mode = mode;
+        this.names = Pattern.compile(Pattern.quote(prefix) + "-([a-z]{1,8})-[0-9a-f]{32}");
+        if (!Files.isDirectory(this.directory)) {
+            throw new RefshareException("shared memory directory does not exist: " + this.directory);
+        }
+    }
+
+    public static ShmDirectory defaults() {
+        return new ShmDirectory(DEFAULT_DIRECTORY, DEFAULT_PREFIX, OWNER_ONLY);
+    }
+
+    public Path path() {
+        return directory;
+    }
+
+    public String prefix() {
+        return prefix;
+    }
+
+    /** A fresh unguessable name for a file of this kind. */
+    public String newName(ShmKind kind) {
+        byte[] bits = new byte[16];
+        RANDOM.nextBytes(bits);
+        return prefix + "-" + kind.tag() + "-" + HexFormat.of().formatHex(bits);
+    }
+
+    /** True when {@code name} has the shape of one of our file names (any kind). */
+    public boolean isOurs(String name) {
+        var m = names.matcher(name);
+        return m.matches() && ShmKind.ofTag(m.group(1)) != null;
+    }
+
+    /** The kind a well-formed name of ours carries, or null when the name is not ours. */
+    public ShmKind kindOf(String name) {
+        var m = names.matcher(name);
+        return m.matches() ? ShmKind.ofTag(m.group(1)) : null;
+    }
+
+    /**
+     * Resolves a name received from outside, refusing anything that is not exactly one of
+     * our names of the expected kind.
+     */
+    public Path resolve(String name, ShmKind kind) {
+        if (name == null || name.length() > 128 || kindOf(name) != kind) {
+            throw new InvalidDataException("not a refshare " + kind.tag() + " file name under prefix '" + prefix
+                    + "': '" + printable(name) + "'");
+        }
+        Path p = directory.resolve(name).normalize();
+        if (!directory.equals(p.getParent())) {
+            throw new InvalidDataException("name escapes the shared memory directory: '" + printable(name) + "'");
+        }
+        return p;
+    }
+
+    /** Creates a new file of exactly {@code size} bytes, space reserved, and maps it read-write. */
+    public ShmFile create(ShmKind kind, long size) {
+        if (size <= 0) {
+            throw new IllegalArgumentException("size must be positive: " + size);
+        }
+        String name = newName(kind);
+        Path path = directory.resolve(name);
+        int fd;
+        try {
+            fd = Libc.open(path.toString(), Libc.O_RDWR | Libc.O_CREAT | Libc.O_EXCL | Libc.O_NOFOLLOW | Libc.O_CLOEXEC,
+                    mode);
+        } catch (Libc.ErrnoException e) {
+            throw new RefshareException("cannot create " + path + ": " + e.getMessage(), e);
+        }
+        try {
+            Libc.posixFallocate(fd, size, path.toString());
+        } catch (Libc.ErrnoException e) {
+            deleteQuietly(path);
+            if (e.errno() == Libc.ENOSPC) {
+                throw new OutOfSharedMemoryException("no space left in " + directory + " for a " + size
+                        + "-byte " + kind.tag() + " file (posix_fallocate: ENOSPC); free space or raise the tmpfs size", e);
+            }
+            throw new RefshareException("cannot reserve " + size + " bytes for " + path + ": " + e.getMessage(), e);
+        } finally {
+            Libc.close(fd);
+        }
+        try {
+            return ShmFile.map(name, path, size, true);
+        } catch (RuntimeException e) {
+            deleteQuietly(path);
+            throw e;
+        }
+    }
+
+    /**
+     * Opens and maps an existing file of ours by a name from outside. The file must be a
+     * regular file (not a link) of at least {@code minSize} bytes.
+     */
+    public ShmFile open(String name, ShmKind kind, long minSize) {
+        Path path = resolve(name, kind);
+        BasicFileAttributes attrs;
+        try {
+            attrs = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (NoSuchFileException e) {
+            throw new RefshareException("refshare file no longer exists (its owner released or lost it): " + path, e);
+        } catch (IOException e) {
+            throw new RefshareException("cannot open " + path + ": " + e.getMessage(), e);
+        }
+        if (!attrs.isRegularFile()) {
+            throw new InvalidDataException("not a regular file: " + path);
+        }
+        if (attrs.size() < minSize) {
+            throw new InvalidDataException(path + " is truncated: " + attrs.size() + " bytes, at least " + minSize
+                    + " expected");
+        }
+        return ShmFile.map(name, path, attrs.size(), false);
+    }
+
+    static void deleteQuietly(Path path) {
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException ignored) {
+            // best effort: the janitor removes what is left
+        }
+    }
+
+    private static String printable(String s) {
+        if (s == null) {
+            return "null";
+        }
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < Math.min(s.length(), 80); i++) {
+            char c = s.charAt(i);
+            b.append(c >= 0x20 && c < 0x7f ? c : '?');
+        }
+        return s.length() > 80 ? b + "..." : b.toString();
+    }
+
+    @Override
+    public String toString() {
+        return directory + "/" + prefix + "-*";
+    }
+}

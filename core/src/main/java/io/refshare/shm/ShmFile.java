@@ -1,0 +1,85 @@
+package io.refshare.shm;
+
+import io.refshare.RefshareException;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * One refshare file mapped into this process. The mapping lives in a shared arena, so any
+ * thread may use it; {@link #close()} unmaps it (later accesses through {@link #segment()}
+ * throw {@link IllegalStateException}, they never touch unmapped memory). {@link #unlink()}
+ * removes the name; the memory stays valid for every process that still maps it.
+ */
+public final class ShmFile implements AutoCloseable {
+    private final String name;
+    private final Path path;
+    private final boolean created;
+    private final Arena arena;
+    private final MemorySegment segment;
+
+    private ShmFile(String name, Path path, boolean created, Arena arena, MemorySegment segment) {
+        this.name = name;
+        this.path = path;
+        this.created = created;
+        this.arena = arena;
+        this.segment = segment;
+    }
+
+    static ShmFile map(String name, Path path, long size, boolean created) {
+        Arena arena = Arena.ofShared();
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                LinkOption.NOFOLLOW_LINKS)) {
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            return new ShmFile(name, path, created, arena, seg);
+        } catch (IOException e) {
+            arena.close();
+            throw new RefshareException("cannot map " + path + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** True when this process created the file (it is the owner). */
+    public boolean created() {
+        return created;
+    }
+
+    public MemorySegment segment() {
+        return segment;
+    }
+
+    public long size() {
+        return segment.byteSize();
+    }
+
+    /** Removes the file's name; idempotent. */
+    public void unlink() {
+        ShmDirectory.deleteQuietly(path);
+    }
+
+    /** Unmaps the file in this process. Not idempotent on purpose: callers own exactly one close. */
+    @Override
+    public void close() {
+        arena.close();
+    }
+
+    @Override
+    public String toString() {
+        return path.toString();
+    }
+}

@@ -1,0 +1,382 @@
+package io.refshare.wire;
+
+import io.refshare.InvalidDataException;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.tensor.DType;
+import io.refshare.tensor.TensorLayout;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+import java.util.function.Predicate;
+
+/**
+ * The binary form of a {@link Descriptor}: little-endian, a fixed 72-byte header, then
+ * variable parts whose presence and sizes the header states. No Java serialization; a
+ * reader in any language can be written from this comment alone.
+ *
+ * <pre>
+ *  offset size type      field
+ *  ------ ---- --------- ---------------------------------------------------------------
+ *     0     4  u8[4]     magic: ASCII "RFSD" (bytes 52 46 53 44)
+ *     4     2  u16       format version: 1
+ *     6     2  u16       flags: bit 0 TENSOR (a tensor layout follows), bit 1 EVENT (an
+ *                        event handle follows); every other bit 0
+ *     8     4  u32       total length of the encoding in bytes, header included
+ *    12     1  u8        backend: 1 HOST, 2 CUDA
+ *    13     1  u8        dtype code (see DType; 1..10), 0 without TENSOR
+ *    14     1  u8        rank r, 0..16; 0 without TENSOR (a rank-0 tensor has TENSOR set)
+ *    15     1  u8        segment name length n, 1..128
+ *    16     1  u8        counter file name length m, 1..128
+ *    17     3  -         reserved, 0
+ *    20     4  i32       slot of the counter in the counter file, &gt;= 0
+ *    24     8  i64       segment size in bytes, &gt; 0
+ *    32     8  i64       block offset in the segment, &gt;= 0
+ *    40     8  i64       block length, &gt;= 0; offset + length &lt;= segment size
+ *    48     8  i64       tensor storage offset in elements, &gt;= 0; 0 without TENSOR
+ *    56     8  i64       sender pid, &gt; 0
+ *    64     8  i64       sender start time in clock ticks since boot, &gt;= 0
+ *  ------ ---- --------- --------------------------------------------- end of fixed header
+ *    72    64  u8[64]    CUDA interprocess event handle            (only with EVENT)
+ *     .   8*r  i64[r]    tensor shape, outermost first             (only with TENSOR)
+ *     .   8*r  i64[r]    tensor strides in elements                (only with TENSOR)
+ *     .     n  ASCII     segment name
+ *     .     m  ASCII     counter file name
+ *
+ *  total = 72 + (EVENT ? 64 : 0) + (TENSOR ? 16*r : 0) + n + m   (at most 648)
+ * </pre>
+ *
+ * Every integer field sits at an offset that is a multiple of its size, counted from the
+ * start of the encoding. Names are {@code [A-Za-z0-9_-]} only. The tensor's storage offset,
+ * shape and strides are relative to the block (byte {@code offset} of the segment), and
+ * its elements must lie within the block's {@code length}. A Python reader of the header:
+ * {@code struct.unpack_from("<4sHHIBBBBB3xiqqqqqq", buf)}.
+ *
+ * <p><b>Decoding is strict</b>, because the bytes come from another process: the input must
+ * be exactly one encoding (the total length equals the bytes given, no trailing bytes),
+ * every code must be known, every reserved byte and every field an absent part would use
+ * must be 0, and the decoded values must form a valid {@link Descriptor}. Anything else is
+ * an {@link InvalidDataException} naming the offending field, and no other exception escapes
+ * for any input. As a result each descriptor has exactly one encoding, and
+ * {@code encode(decode(b))} equals {@code b} for every {@code b} that decodes. The input is
+ * copied once before it is read, so a peer that rewrites shared memory while it is being
+ * decoded cannot make one field be checked and another value used.
+ *
+ * <p>The format version changes whenever the layout does; a reader refuses versions it
+ * does not know rather than guess.
+ */
+public final class DescriptorCodec {
+
+    /** ASCII "RFSD" read as a little-endian u32. */
+    public static final int MAGIC = 'R' | 'F' << 8 | 'S' << 16 | 'D' << 24;
+    public static final int VERSION = 1;
+    /** Size of the fixed header. */
+    public static final int HEADER_BYTES = 72;
+    /**
+     * Upper bound on an encoding, of this version (at most 648 bytes) and of any later one:
+     * transports may size their cells by it. Larger inputs are refused before being read.
+     */
+    public static final int MAX_ENCODED_BYTES = 1024;
+
+    public static final int FLAG_TENSOR = 1;
+    public static final int FLAG_EVENT = 1 << 1;
+    private static final int KNOWN_FLAGS = FLAG_TENSOR | FLAG_EVENT;
+
+    // byte offsets of the fixed header fields
+    private static final int OFF_MAGIC = 0;
+    private static final int OFF_VERSION = 4;
+    private static final int OFF_FLAGS = 6;
+    private static final int OFF_TOTAL = 8;
+    private static final int OFF_BACKEND = 12;
+    private static final int OFF_DTYPE = 13;
+    private static final int OFF_RANK = 14;
+    private static final int OFF_SEGMENT_NAME_LENGTH = 15;
+    private static final int OFF_COUNTER_NAME_LENGTH = 16;
+    private static final int OFF_RESERVED = 17;
+    private static final int RESERVED_BYTES = 3;
+    private static final int OFF_SLOT = 20;
+    private static final int OFF_SEGMENT_SIZE = 24;
+    private static final int OFF_OFFSET = 32;
+    private static final int OFF_LENGTH = 40;
+    private static final int OFF_STORAGE_OFFSET = 48;
+    private static final int OFF_SENDER_PID = 56;
+    private static final int OFF_SENDER_START = 64;
+
+    // unaligned: heap byte[] segments only guarantee byte alignment, and a caller's
+    // destination offset may be anything
+    private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
+
+    private DescriptorCodec() {
+    }
+
+    /** Bytes {@link #encode} writes for {@code d}. */
+    public static int encodedSize(Descriptor d) {
+        int size = HEADER_BYTES + d.segmentName().length() + d.counterFileName().length();
+        if (d.hasEvent()) {
+            size += Descriptor.EVENT_HANDLE_BYTES;
+        }
+        if (d.tensor() != null) {
+            size += 2 * Long.BYTES * d.tensor().rank();
+        }
+        return size;
+    }
+
+    /** The encoding of {@code d}. */
+    public static byte[] encode(Descriptor d) {
+        byte[] out = new byte[encodedSize(d)];
+        encode(d, MemorySegment.ofArray(out), 0);
+        return out;
+    }
+
+    /**
+     * Writes the encoding of {@code d} into {@code dst} at {@code offset} (for example
+     * straight into a shared-memory cell) and returns the number of bytes written.
+     *
+     * @throws IndexOutOfBoundsException when it does not fit; nothing is written then
+     */
+    public static int encode(Descriptor d, MemorySegment dst, long offset) {
+        int size = encodedSize(d);
+        Objects.checkFromIndexSize(offset, size, dst.byteSize());
+        TensorLayout t = d.tensor();
+        int flags = (t != null ? FLAG_TENSOR : 0) | (d.hasEvent() ? FLAG_EVENT : 0);
+        MemorySegment out = dst.asSlice(offset, size);
+        out.set(I32, OFF_MAGIC, MAGIC);
+        out.set(U16, OFF_VERSION, (short) VERSION);
+        out.set(U16, OFF_FLAGS, (short) flags);
+        out.set(I32, OFF_TOTAL, size);
+        out.set(U8, OFF_BACKEND, (byte) d.backend().code());
+        out.set(U8, OFF_DTYPE, (byte) (t != null ? t.dtype().code() : 0));
+        out.set(U8, OFF_RANK, (byte) (t != null ? t.rank() : 0));
+        out.set(U8, OFF_SEGMENT_NAME_LENGTH, (byte) d.segmentName().length());
+        out.set(U8, OFF_COUNTER_NAME_LENGTH, (byte) d.counterFileName().length());
+        out.asSlice(OFF_RESERVED, RESERVED_BYTES).fill((byte) 0);
+        out.set(I32, OFF_SLOT, d.slot());
+        out.set(I64, OFF_SEGMENT_SIZE, d.segmentSize());
+        out.set(I64, OFF_OFFSET, d.offset());
+        out.set(I64, OFF_LENGTH, d.length());
+        out.set(I64, OFF_STORAGE_OFFSET, t != null ? t.storageOffset() : 0);
+        out.set(I64, OFF_SENDER_PID, d.senderPid());
+        out.set(I64, OFF_SENDER_START, d.senderStartTicks());
+        long at = HEADER_BYTES;
+        if (d.hasEvent()) {
+            MemorySegment.copy(d.eventHandle(), 0, out, U8, at, Descriptor.EVENT_HANDLE_BYTES);
+            at += Descriptor.EVENT_HANDLE_BYTES;
+        }
+        if (t != null) {
+            for (int i = 0; i < t.rank(); i++, at += Long.BYTES) {
+                out.set(I64, at, t.shape(i));
+            }
+            for (int i = 0; i < t.rank(); i++, at += Long.BYTES) {
+                out.set(I64, at, t.stride(i));
+            }
+        }
+        at = putAscii(out, at, d.segmentName());
+        putAscii(out, at, d.counterFileName());
+        return size;
+    }
+
+    private static long putAscii(MemorySegment out, long at, String s) {
+        // the Descriptor guarantees [A-Za-z0-9_-], so one char is one byte
+        for (int i = 0; i < s.length(); i++) {
+            out.set(U8, at + i, (byte) s.charAt(i));
+        }
+        return at + s.length();
+    }
+
+    /** Decodes exactly {@code src}, applying only the wire name rule to names. */
+    public static Descriptor decode(byte[] src) {
+        return decode(src, 0, src.length);
+    }
+
+    /** Decodes exactly {@code src[offset, offset + length)}, applying only the wire name rule to names. */
+    public static Descriptor decode(byte[] src, int offset, int length) {
+        return decode(MemorySegment.ofArray(src), offset, length, name -> true);
+    }
+
+    /** Decodes exactly {@code length} bytes of {@code src} at {@code offset}, applying only the wire name rule. */
+    public static Descriptor decode(MemorySegment src, long offset, long length) {
+        return decode(src, offset, length, name -> true);
+    }
+
+    /**
+     * Decodes exactly {@code length} bytes of {@code src} at {@code offset}. Both file names
+     * must follow the wire name rule and also be accepted by {@code names} (for example
+     * {@link #namesOf(ShmDirectory)}, so that only names of our own shape get through).
+     *
+     * @throws InvalidDataException      when the bytes are not exactly one valid encoding
+     * @throws IndexOutOfBoundsException when {@code [offset, offset + length)} is not within {@code src}
+     */
+    public static Descriptor decode(MemorySegment src, long offset, long length, Predicate<? super String> names) {
+        Objects.requireNonNull(names, "names");
+        Objects.checkFromIndexSize(offset, length, src.byteSize());
+        if (length > MAX_ENCODED_BYTES) {
+            throw new InvalidDataException("descriptor of " + length + " bytes is larger than the maximum of "
+                    + MAX_ENCODED_BYTES);
+        }
+        // one private copy: each byte is read exactly once from the source (see class comment)
+        byte[] copy = new byte[(int) length];
+        MemorySegment.copy(src, U8, offset, copy, 0, (int) length);
+        return new Reader(MemorySegment.ofArray(copy), names).read();
+    }
+
+    /** Byte-array form of {@link #decode(MemorySegment, long, long, Predicate)}. */
+    public static Descriptor decode(byte[] src, int offset, int length, Predicate<? super String> names) {
+        return decode(MemorySegment.ofArray(src), offset, length, names);
+    }
+
+    /** A name check that accepts only names of files of {@code dir} (its prefix, a known kind, 128 random bits). */
+    public static Predicate<String> namesOf(ShmDirectory dir) {
+        return dir::isOurs;
+    }
+
+    /** One decoding pass over a private copy; every read is bounds-checked by a length check before it. */
+    private record Reader(MemorySegment in, Predicate<? super String> names) {
+
+        Descriptor read() {
+            long given = in.byteSize();
+            if (given < 4) {
+                throw bad("truncated: " + given + " bytes, not even the 4-byte magic");
+            }
+            int magic = in.get(I32, OFF_MAGIC);
+            if (magic != MAGIC) {
+                throw bad(String.format("wrong magic 0x%08X (expected 0x%08X, \"RFSD\"): not a refshare descriptor",
+                        magic, MAGIC));
+            }
+            if (given < HEADER_BYTES) {
+                throw bad("truncated: " + given + " bytes, the fixed header alone is " + HEADER_BYTES);
+            }
+            int version = u16(OFF_VERSION);
+            if (version != VERSION) {
+                throw bad("unsupported format version " + version + " (this reader understands " + VERSION + ")");
+            }
+            int flags = u16(OFF_FLAGS);
+            if ((flags & ~KNOWN_FLAGS) != 0) {
+                throw bad(String.format("unknown flags 0x%04X set (known: 0x%04X)", flags & ~KNOWN_FLAGS, KNOWN_FLAGS));
+            }
+            long total = Integer.toUnsignedLong(in.get(I32, OFF_TOTAL));
+            if (total > given) {
+                throw bad("truncated: total length says " + total + " bytes, only " + given + " given");
+            }
+            if (total < given) {
+                throw bad("trailing bytes: " + given + " bytes given, total length says " + total);
+            }
+            boolean hasTensor = (flags & FLAG_TENSOR) != 0;
+            boolean hasEvent = (flags & FLAG_EVENT) != 0;
+
+            Backend backend = Backend.fromCode(u8(OFF_BACKEND));
+            if (hasEvent && backend != Backend.CUDA) {
+                throw bad("event handle flag set on a " + backend + " descriptor: only CUDA blocks carry one");
+            }
+            int dtypeCode = u8(OFF_DTYPE);
+            int rank = u8(OFF_RANK);
+            long storageOffset = in.get(I64, OFF_STORAGE_OFFSET);
+            DType dtype = null;
+            if (hasTensor) {
+                dtype = DType.fromCode(dtypeCode);
+                if (rank > TensorLayout.MAX_RANK) {
+                    throw bad("tensor rank " + rank + " exceeds the maximum of " + TensorLayout.MAX_RANK);
+                }
+            } else if (dtypeCode != 0 || rank != 0 || storageOffset != 0) {
+                throw bad("tensor dtype/rank/storage offset set (" + dtypeCode + "/" + rank + "/" + storageOffset
+                        + ") without the tensor flag");
+            }
+            int segmentNameLength = nameLength("segment name", OFF_SEGMENT_NAME_LENGTH);
+            int counterNameLength = nameLength("counter file name", OFF_COUNTER_NAME_LENGTH);
+            for (int i = 0; i < RESERVED_BYTES; i++) {
+                int b = u8(OFF_RESERVED + i);
+                if (b != 0) {
+                    throw bad(String.format("reserved byte at offset %d is 0x%02X, must be 0", OFF_RESERVED + i, b));
+                }
+            }
+            long needed = HEADER_BYTES + (hasEvent ? Descriptor.EVENT_HANDLE_BYTES : 0)
+                    + (hasTensor ? 2L * Long.BYTES * rank : 0) + segmentNameLength + counterNameLength;
+            if (needed != total) {
+                throw bad("total length says " + total + " bytes but the fields it announces take " + needed);
+            }
+            // from here on every read is within the input: its size is exactly `needed`
+
+            int slot = in.get(I32, OFF_SLOT);
+            if (slot < 0) {
+                throw bad("slot is negative: " + slot);
+            }
+            long at = HEADER_BYTES;
+            byte[] event = new byte[hasEvent ? Descriptor.EVENT_HANDLE_BYTES : 0];
+            MemorySegment.copy(in, U8, at, event, 0, event.length);
+            at += event.length;
+            TensorLayout tensor = null;
+            if (hasTensor) {
+                long[] shape = new long[rank];
+                long[] strides = new long[rank];
+                for (int i = 0; i < rank; i++, at += Long.BYTES) {
+                    shape[i] = in.get(I64, at);
+                }
+                for (int i = 0; i < rank; i++, at += Long.BYTES) {
+                    strides[i] = in.get(I64, at);
+                }
+                try {
+                    tensor = new TensorLayout(dtype, shape, strides, storageOffset);
+                } catch (IllegalArgumentException e) {
+                    throw new InvalidDataException("malformed descriptor: tensor: " + e.getMessage(), e);
+                }
+            }
+            String segmentName = name("segment name", at, segmentNameLength);
+            at += segmentNameLength;
+            String counterFileName = name("counter file name", at, counterNameLength);
+            try {
+                return new Descriptor(backend, segmentName, in.get(I64, OFF_SEGMENT_SIZE), in.get(I64, OFF_OFFSET),
+                        in.get(I64, OFF_LENGTH), counterFileName, slot, event, tensor, in.get(I64, OFF_SENDER_PID),
+                        in.get(I64, OFF_SENDER_START));
+            } catch (IllegalArgumentException e) {
+                throw new InvalidDataException("malformed descriptor: " + e.getMessage(), e);
+            }
+        }
+
+        private int nameLength(String what, int at) {
+            int n = u8(at);
+            if (n == 0) {
+                throw bad(what + " length is 0");
+            }
+            if (n > WireNames.MAX_LENGTH) {
+                throw bad(what + " length " + n + " exceeds the maximum of " + WireNames.MAX_LENGTH);
+            }
+            return n;
+        }
+
+        private String name(String what, long at, int length) {
+            for (int i = 0; i < length; i++) {
+                int b = u8(at + i);
+                if (b > 0x7f) {
+                    throw bad(String.format("%s contains non-ASCII byte 0x%02X at index %d", what, b, i));
+                }
+            }
+            // ASCII was checked above, so Latin-1 maps each byte to the same character
+            String name = new String(in.asSlice(at, length).toArray(U8), StandardCharsets.ISO_8859_1);
+            String problem = WireNames.problem(name);
+            if (problem != null) {
+                throw bad(what + " " + WireNames.quoted(name) + " " + problem);
+            }
+            if (!names.test(name)) {
+                throw bad(what + " " + WireNames.quoted(name) + " is refused by the name check"
+                        + " (not a file name of this refshare directory)");
+            }
+            return name;
+        }
+
+        private int u8(long at) {
+            return Byte.toUnsignedInt(in.get(U8, at));
+        }
+
+        private int u16(long at) {
+            return Short.toUnsignedInt(in.get(U16, at));
+        }
+
+        private static InvalidDataException bad(String message) {
+            return new InvalidDataException("malformed descriptor: " + message);
+        }
+    }
+}

@@ -1,0 +1,114 @@
+package io.refshare.testing;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real child JVM running a main class from the test classpath, spoken to by lines on its
+ * stdin and stdout (stderr is passed through to the test output). {@link #close()} always
+ * leaves no process behind.
+ */
+public final class ChildJvm implements AutoCloseable {
+    private final Process process;
+    private final PrintWriter in;
+    private final BufferedReader out;
+    private final String name;
+
+    private ChildJvm(String name, Process process) {
+        this.name = name;
+        this.process = process;
+        this.in = new PrintWriter(process.outputWriter(StandardCharsets.US_ASCII), false);
+        this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.US_ASCII));
+    }
+
+    public static ChildJvm start(Class<?> main, String... args) {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(ProcessHandle.current().info().command().orElseThrow());
+        cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.add("-Xmx256m");
+        cmd.add("-XX:+UseSerialGC");
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(main.getName());
+        cmd.addAll(List.of(args));
+        try {
+            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            return new ChildJvm(main.getSimpleName() + "#" + p.pid(), p);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    public void send(String line) {
+        in.println(line);
+        in.flush();
+    }
+
+    /** The next line the child prints; fails if it exits first. */
+    public String read() {
+        try {
+            String line = out.readLine();
+            if (line == null) {
+                throw new AssertionError(name + " exited (code " + waitFor() + ") before answering");
+            }
+            return line;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Reads the next line and checks it starts with {@code prefix}; returns the rest. */
+    public String expect(String prefix) {
+        String line = read();
+        if (!line.startsWith(prefix)) {
+            throw new AssertionError(name + " answered '" + line + "', expected '" + prefix + "...'");
+        }
+        return line.substring(prefix.length()).trim();
+    }
+
+    public int waitFor() {
+        try {
+            if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                throw new AssertionError(name + " did not exit within 60 s");
+            }
+            return process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    public void kill() {
+        process.destroyForcibly();
+        try {
+            process.waitFor(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        in.close();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                kill();
+            }
+        } catch (InterruptedException e) {
+            kill();
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,73 @@
+package io.refshare.testing;
+
+import io.refshare.RefshareConfig;
+import io.refshare.shm.ShmDirectory;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * A fresh directory under /dev/shm for one test, so tests never see each other's files
+ * and a leak is attributable. {@link #close()} fails the test if anything is left in it,
+ * then removes it either way.
+ */
+public final class TempShm implements AutoCloseable {
+    private final Path path;
+
+    public TempShm() {
+        try {
+            path = Files.createTempDirectory(Path.of("/dev/shm"), "refshare-test-");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    public ShmDirectory directory() {
+        return new ShmDirectory(path, ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
+    }
+
+    public RefshareConfig config() {
+        return RefshareConfig.defaults().withDirectory(path);
+    }
+
+    public List<String> files() {
+        try (Stream<Path> s = Files.list(path)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public long count(String kindTag) {
+        return files().stream().filter(n -> n.contains("-" + kindTag + "-")).count();
+    }
+
+    /** Removes the directory; throws AssertionError if files were left behind. */
+    @Override
+    public void close() {
+        List<String> left = files();
+        for (String f : left) {
+            try {
+                Files.deleteIfExists(path.resolve(f));
+            } catch (IOException ignored) {
+                // reported below
+            }
+        }
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        if (!left.isEmpty()) {
+            throw new AssertionError("test left files in " + path + ": " + left);
+        }
+    }
+}
