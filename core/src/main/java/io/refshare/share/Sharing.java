@@ -80,30 +80,25 @@ public final class Sharing implements AutoCloseable {
             throw new RefshareException("this process has no " + d.backend() + " backend; cannot receive " + d);
         }
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
-        boolean taken = false;
+        ReceiveCache.Mapping mapping = null;
         try {
             if (counters.owner().pid() != d.senderPid() || counters.owner().startTicks() != d.senderStartTicks()) {
                 throw new InvalidDataException("descriptor claims sender pid " + d.senderPid() + " but "
                         + counters + " belongs to " + counters.owner());
             }
+            // everything is checked and mapped before the token is taken: a rejected message costs no count
+            mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize());
             if (!counters.claim(d.slot())) {
                 throw new RefshareException("message already received or returned: token " + d.slot() + " of "
                         + counters + " is " + stateName(counters.state(d.slot())));
             }
-            taken = true;
-            ReceiveCache.Mapping mapping;
-            try {
-                mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize());
-            } catch (RuntimeException e) {
-                counters.release(d.slot());
-                taken = false;
-                throw e;
-            }
             return new ReceivedBlock(this, new Token(counters, d.slot()), mapping, d.offset(), d.length());
-        } finally {
-            if (!taken) {
-                receiveCache.unholdCounters(counters);
+        } catch (RuntimeException e) {
+            if (mapping != null) {
+                receiveCache.unmapSegment(mapping);
             }
+            receiveCache.unholdCounters(counters);
+            throw e;
         }
     }
 

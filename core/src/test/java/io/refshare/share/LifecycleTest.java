@@ -1,0 +1,240 @@
+package io.refshare.share;
+
+import io.refshare.InvalidDataException;
+import io.refshare.OutOfSharedMemoryException;
+import io.refshare.Refshare;
+import io.refshare.RefshareException;
+import io.refshare.tensor.DType;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import io.refshare.wire.Descriptor;
+import io.refshare.wire.DescriptorCodec;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.util.HexFormat;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * The lifecycle contract of tensors and blocks. Producer and consumers are separate
+ * {@link Refshare} instances (separate receive caches) in this JVM unless a test needs a
+ * process to die.
+ */
+class LifecycleTest {
+
+    @Test
+    void closeTwiceAndFromAnotherThreadReleasesExactlyOnce() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config())) {
+            Tensor t = producer.allocate(DType.INT32, 256);
+            Tensor received = consumer.receive(producer.share(t));
+            t.close();
+            t.close();
+            assertThrows(IllegalStateException.class, t::data, "a closed tensor refuses access");
+            assertEquals(1, producer.stats().limboBlocks());
+            Thread[] closers = new Thread[4];
+            for (int i = 0; i < closers.length; i++) {
+                closers[i] = new Thread(received::close);
+                closers[i].start();
+            }
+            for (Thread c : closers) {
+                c.join();
+            }
+            assertEquals(1, producer.collect(), "four racing closes released the block once");
+            assertEquals(0, producer.stats().allocator().blocksInUse());
+            assertEquals(0, consumer.stats().mappedSegments(), "the last block of a segment unmaps it");
+        }
+    }
+
+    @Test
+    void aMessageIsReceivedOnce() {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config()); Refshare other = Refshare.open(shm.config())) {
+            try (Tensor t = producer.allocateBytes(100)) {
+                byte[] message = producer.share(t);
+                try (Tensor first = consumer.receive(message)) {
+                    RefshareException again = assertThrows(RefshareException.class, () -> other.receive(message));
+                    assertTrue(again.getMessage().contains("already received"), again.getMessage());
+                    assertThrows(RefshareException.class, () -> consumer.receive(message));
+                    assertFalse(producer.cancel(message), "a received message cannot be returned as undelivered");
+                }
+                assertThrows(RefshareException.class, () -> consumer.receive(message), "nor after it was closed");
+            }
+            assertEquals(0, producer.stats().limboBlocks());
+        }
+    }
+
+    @Test
+    void theSameBlockReceivedTwiceSharesOneMapping() {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config()); Tensor t = producer.allocateBytes(4096)) {
+            Patterns.fill(t.data(), 5);
+            Tensor a = consumer.receive(producer.share(t));
+            Tensor b = consumer.receive(producer.share(t));
+            assertEquals(1, consumer.stats().mappedSegments());
+            assertEquals(a.data().address(), b.data().address(), "one mapping, one address");
+            a.close();
+            assertEquals(-1, Patterns.firstMismatch(b.data(), 5), "closing one leaves the other valid");
+            b.close();
+            assertEquals(0, consumer.stats().mappedSegments());
+        }
+    }
+
+    @Test
+    void viewsShareStorageAndAreSharedAsOneBlock() {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config())) {
+            Tensor matrix = producer.allocate(DType.FLOAT32, 8, 16);
+            for (int i = 0; i < 128; i++) {
+                matrix.data().setAtIndex(ValueLayout.JAVA_FLOAT, i, i);
+            }
+            Tensor rows = matrix.slice(0, 2, 4);
+            Tensor column = matrix.select(1, 3);
+            matrix.close();
+            assertEquals(1, producer.stats().allocator().blocksInUse(), "views keep the storage");
+            try (Tensor r = consumer.receive(producer.share(rows)); Tensor flat = r.reshape(32)) {
+                assertArrayEquals(new long[]{2, 16}, r.shape());
+                assertEquals(33f, flat.data().get(ValueLayout.JAVA_FLOAT, flat.offsetOf(1)));
+                assertEquals(32f, r.data().get(ValueLayout.JAVA_FLOAT, r.offsetOf(0, 0)));
+                assertEquals(63f, r.data().get(ValueLayout.JAVA_FLOAT, r.offsetOf(1, 15)));
+            }
+            try (Tensor c = consumer.receive(producer.share(column))) {
+                assertEquals(7 * 16 + 3f, c.data().get(ValueLayout.JAVA_FLOAT, c.offsetOf(7)));
+                assertThrows(IllegalStateException.class, () -> c.reshape(2, 4), "a strided view cannot be reshaped");
+            }
+            rows.close();
+            column.close();
+            producer.collect();
+            assertEquals(0, producer.stats().allocator().blocksInUse());
+            assertEquals(0, producer.stats().limboBlocks());
+        }
+    }
+
+    @Test
+    void anUndeliveredMessageIsReturned() {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config())) {
+            byte[] message;
+            try (Tensor t = producer.allocateBytes(1 << 20)) {
+                message = producer.share(t);
+            }
+            assertEquals(1, producer.stats().limboBlocks(), "in flight: counted");
+            assertTrue(producer.cancel(message));
+            assertFalse(producer.cancel(message), "returned once");
+            assertEquals(1, producer.collect());
+            assertEquals(0, producer.stats().allocator().blocksInUse());
+        }
+    }
+
+    @Test
+    void forwardingKeepsTheOriginalAliveUntilTheLastProcessIsDone() {
+        try (TempShm shm = new TempShm(); Refshare a = Refshare.open(shm.config());
+             Refshare b = Refshare.open(shm.config()); Refshare c = Refshare.open(shm.config())) {
+            byte[] toB;
+            try (Tensor t = a.allocateBytes(10_000)) {
+                Patterns.fill(t.data(), 77);
+                toB = a.share(t);
+            }
+            byte[] toC;
+            try (Tensor atB = b.receive(toB)) {
+                toC = b.share(atB);
+            }
+            assertEquals(1, a.stats().limboBlocks(), "b forwarded and let go, but c has not received yet");
+            assertEquals(1, b.stats().limboBlocks(), "b's forwarded copy waits in b's limbo");
+            try (Tensor atC = c.receive(toC)) {
+                a.collect();
+                b.collect();
+                assertEquals(1, a.stats().limboBlocks());
+                assertEquals(-1, Patterns.firstMismatch(atC.data(), 77));
+            }
+            assertEquals(1, b.collect(), "c is done: b releases its reference");
+            assertEquals(1, a.collect(), "and then a frees the memory");
+            assertEquals(0, a.stats().allocator().blocksInUse());
+        }
+    }
+
+    @Test
+    void theCapGivesAClearErrorAfterCollectingTheLimbo() {
+        try (TempShm shm = new TempShm();
+             Refshare producer = Refshare.open(shm.config().withCapacityBytes(8 << 20));
+             Refshare consumer = Refshare.open(shm.config())) {
+            Tensor held;
+            try (Tensor t = producer.allocateBytes(6 << 20)) {
+                held = consumer.receive(producer.share(t));
+            }
+            OutOfSharedMemoryException e = assertThrows(OutOfSharedMemoryException.class,
+                    () -> producer.allocateBytes(6 << 20));
+            assertTrue(e.getMessage().contains(Long.toString(8 << 20)) || e.getMessage().contains("8 MiB"),
+                    "names the cap: " + e.getMessage());
+            held.close();
+            try (Tensor again = producer.allocateBytes(6 << 20)) {
+                assertEquals(6 << 20, again.data().byteSize(), "the miss collected the limbo");
+            }
+        }
+    }
+
+    @Test
+    void hostileDescriptorsAreRejectedBeforeAnythingIsOpened() {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config()); Tensor t = producer.allocateBytes(4096)) {
+            Descriptor good = producer.describe(t);
+            assertThrows(InvalidDataException.class, () -> consumer.receive(new byte[]{1, 2, 3}));
+            // a name of ours that does not exist
+            RefshareException gone = assertThrows(RefshareException.class, () -> consumer.receive(with(good,
+                    "refshare-seg-00000000000000000000000000000000", good.segmentSize(), good.senderPid())));
+            assertTrue(gone.getMessage().contains("no longer exists"), gone.getMessage());
+            // a segment size that does not match the file
+            assertThrows(InvalidDataException.class, () -> consumer.receive(with(good, good.segmentName(),
+                    good.segmentSize() * 2, good.senderPid())));
+            // a sender lying about who it is
+            assertThrows(InvalidDataException.class, () -> consumer.receive(with(good, good.segmentName(),
+                    good.segmentSize(), good.senderPid() + 1)));
+            // the rejected attempts took nothing: the genuine message still works once
+            try (Tensor ok = consumer.receive(good)) {
+                assertEquals(4096, ok.data().byteSize());
+            }
+        }
+    }
+
+    private static Descriptor with(Descriptor d, String segment, long segmentSize, long pid) {
+        return new Descriptor(d.backend(), segment, segmentSize, d.offset(), d.length(), d.counterFileName(), d.slot(),
+                d.eventHandle(), d.tensor(), pid, d.senderStartTicks());
+    }
+
+    @Test
+    void consumersKeepValidMemoryAfterTheProducerIsKilled() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare consumer = Refshare.open(shm.config())) {
+            ChildJvm producer = ChildJvm.start(ProducerMain.class, shm.path().toString(), "3000000", "9");
+            Tensor t;
+            try {
+                t = consumer.receive(HexFormat.of().parseHex(producer.read()));
+            } finally {
+                producer.kill();
+            }
+            assertEquals(-1, Patterns.firstMismatch(t.data(), 9), "valid after the producer's death");
+            t.close();
+            t.close();
+            // the dead producer's files stay until a janitor removes them; remove them here
+            for (String f : shm.files()) {
+                Files.delete(shm.path().resolve(f));
+            }
+        }
+    }
+
+    @Test
+    void closingTheContextGivesBackWhatItStillHolds() {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config())) {
+            Refshare consumer = Refshare.open(shm.config());
+            try (Tensor t = producer.allocateBytes(512)) {
+                consumer.receive(producer.share(t)); // never closed by the user
+            }
+            consumer.close();
+            consumer.close();
+            assertEquals(1, producer.collect(), "the consumer's close released its token");
+            assertThrows(IllegalStateException.class, () -> consumer.allocateBytes(1));
+        }
+    }
+}
