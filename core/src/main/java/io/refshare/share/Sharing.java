@@ -13,13 +13,19 @@ import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+
 /**
  * One process's sharing engine: it allocates blocks, hands out a token for every send,
  * keeps dropped-but-still-used blocks in the {@link Limbo}, and turns descriptors from
  * other processes into {@link ReceivedBlock}s.
  *
  * <p>The limbo is collected when the allocator finds no free block (before it grows),
- * whenever a shared block is dropped, and on {@link #collect()}.
+ * whenever a shared block is dropped, on {@link #collect()}, and by a background
+ * collector every {@value #COLLECT_PERIOD_MILLIS} ms while it is not empty, so an idle
+ * producer still frees memory soon after its consumers let go. The collector also
+ * publishes this process's {@link StatusFile} for {@code refshare inspect}.
  */
 public final class Sharing implements AutoCloseable {
     private static final byte[] NO_EVENT = new byte[0];
@@ -30,13 +36,45 @@ public final class Sharing implements AutoCloseable {
     private final ReceiveCache receiveCache;
     private final Limbo limbo = new Limbo();
     private final ProcessIdentity self = ProcessIdentity.current();
+    private final StatusFile status;
+    private final Thread collector;
+    private final LongAdder shared = new LongAdder();
+    private final LongAdder received = new LongAdder();
+    private final LongAdder collected = new LongAdder();
     private volatile boolean closed;
+
+    static final long COLLECT_PERIOD_MILLIS = 10;
 
     public Sharing(ShmDirectory directory, long capacityBytes, int slotsPerFile, int peersPerFile) {
         this.directory = directory;
         this.allocator = new CachingAllocator(new HostBackend(directory), this::collect, capacityBytes);
         this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile);
         this.receiveCache = new ReceiveCache(directory);
+        this.status = StatusFile.create(directory);
+        this.collector = Thread.ofPlatform().daemon().name("refshare-collector").start(this::collectInBackground);
+    }
+
+    private void collectInBackground() {
+        while (!closed) {
+            LockSupport.parkNanos(COLLECT_PERIOD_MILLIS * 1_000_000);
+            if (closed) {
+                return;
+            }
+            try {
+                if (limbo.size() > 0) {
+                    collect();
+                }
+                Stats s = stats();
+                status.publish(s.limboBlocks(), s.limboBytes(), s.allocator().segments(), s.allocator().segmentBytes(),
+                        s.allocator().blocksInUse(), s.allocator().bytesInUse(), s.ownCounterFiles(), s.mappedSegments(),
+                        s.mappedCounterFiles(), s.shared(), s.received(), s.collected());
+            } catch (RuntimeException e) {
+                if (!closed) {
+                    System.getLogger(Sharing.class.getName()).log(System.Logger.Level.WARNING,
+                            "background collection failed", e);
+                }
+            }
+        }
     }
 
     public ShmDirectory directory() {
@@ -61,6 +99,7 @@ public final class Sharing implements AutoCloseable {
         try {
             Token token = counterFiles.handOut();
             storage.sentBlock().add(token);
+            shared.increment();
             return new Descriptor(Backend.HOST, storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
                     storage.byteSize(), token.file().name(), token.slot(), NO_EVENT, layout, self.pid(),
                     self.startTicks());
@@ -92,6 +131,7 @@ public final class Sharing implements AutoCloseable {
                 throw new RefshareException("message already received or returned: token " + d.slot() + " of "
                         + counters + " is " + stateName(counters.state(d.slot())));
             }
+            received.increment();
             return new ReceivedBlock(this, new Token(counters, d.slot()), mapping, d.offset(), d.length());
         } catch (RuntimeException e) {
             if (mapping != null) {
@@ -121,12 +161,16 @@ public final class Sharing implements AutoCloseable {
 
     /** Frees every block in the limbo that no process uses any more; returns how many. */
     public int collect() {
-        return limbo.collect();
+        int n = limbo.collect();
+        if (n > 0) {
+            collected.add(n);
+        }
+        return n;
     }
 
     /** Collects the limbo and gives cached free memory back to the system; returns the bytes released. */
     public long trim() {
-        limbo.collect();
+        collect();
         return allocator.releaseCached();
     }
 
@@ -136,7 +180,7 @@ public final class Sharing implements AutoCloseable {
             storage.dispose();
             return;
         }
-        limbo.collect();
+        collect();
         if (sent.prune() == 0) {
             storage.dispose();
         } else {
@@ -158,16 +202,18 @@ public final class Sharing implements AutoCloseable {
 
     public Stats stats() {
         return new Stats(allocator.stats(), limbo.size(), limbo.bytes(), counterFiles.liveFiles(),
-                receiveCache.mappedSegments(), receiveCache.mappedCounterFiles());
+                receiveCache.mappedSegments(), receiveCache.mappedCounterFiles(), shared.sum(), received.sum(),
+                collected.sum());
     }
 
     /**
      * What this process holds. {@code ownCounterFiles} are the counter files it created and
      * still needs; {@code mappedSegments} and {@code mappedCounterFiles} are other
-     * processes' files it has mapped to receive.
+     * processes' files it has mapped to receive. {@code shared}, {@code received} and
+     * {@code collected} (blocks freed from the limbo) count since the context opened.
      */
     public record Stats(AllocatorStats allocator, int limboBlocks, long limboBytes, int ownCounterFiles,
-                        int mappedSegments, int mappedCounterFiles) {
+                        int mappedSegments, int mappedCounterFiles, long shared, long received, long collected) {
     }
 
     public boolean isClosed() {
@@ -201,8 +247,15 @@ public final class Sharing implements AutoCloseable {
             return;
         }
         closed = true;
+        LockSupport.unpark(collector);
+        try {
+            collector.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        status.close();
         receiveCache.close();
-        limbo.collect();
+        collect();
         allocator.close();
         counterFiles.close();
     }

@@ -9,7 +9,9 @@ public enum ShmKind {
     /** A queue between processes. */
     QUEUE("q"),
     /** A shared holder (differential reference counting). */
-    HOLDER("hold");
+    HOLDER("hold"),
+    /** A process's published statistics, for {@code refshare inspect}. */
+    STATUS("proc");
 
     private final String tag;
 
