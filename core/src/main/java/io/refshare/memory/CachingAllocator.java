@@ -64,8 +64,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * lock, so no thread can hand out a block from them, and then freed unlocked. Invariant, at
  * every unlock: {@code heldBytes} is the sum of the sizes of the segments in
  * {@code smallSegments}, {@code largeInUse} and {@code largeCache}, and
- * {@code heldBytes + reservedBytes <= cap} except for segments registered before a cap was
- * lowered (the cap is final, so never).
+ * {@code heldBytes + reservedBytes <= cap} (given a backend that returns segments of exactly
+ * the size asked for, as {@link HostBackend} does).
  * <p>The miss handler runs at most once per {@link #allocate} call, possibly on several
  * threads at once (it must be thread-safe). An {@link #allocate} made by the miss handler
  * itself does not run it again (no recursion).
@@ -160,6 +160,7 @@ public final class CachingAllocator implements AutoCloseable {
      *
      * @throws OutOfSharedMemoryException when the cap or the backend's memory is exhausted even after the
      *                                    miss handler ran and cached segments were given back
+     * @throws RuntimeException           whatever the miss handler throws, unchanged (nothing is allocated)
      * @throws IllegalStateException      when the allocator is closed
      * @throws IllegalArgumentException   when {@code bytes} is negative or above {@link #MAX_REQUEST_BYTES}
      */

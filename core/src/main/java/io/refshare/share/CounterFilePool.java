@@ -66,6 +66,15 @@ final class CounterFilePool {
         return byName.get(name);
     }
 
+    /** Tokens of ours handed out and not yet released, across our files (a scan: not for hot paths). */
+    synchronized long liveTokens() {
+        long live = 0;
+        for (CounterFile f : outstanding.keySet()) {
+            live += f.live();
+        }
+        return live;
+    }
+
     synchronized int liveFiles() {
         return outstanding.size();
     }

@@ -212,6 +212,14 @@ public final class Sharing implements AutoCloseable {
      * processes' files it has mapped to receive. {@code shared}, {@code received} and
      * {@code collected} (blocks freed from the limbo) count since the context opened.
      */
+    /**
+     * References to this process's memory that are counted now: messages in flight and
+     * blocks other processes hold. Scans the counter files; for monitoring, not hot paths.
+     */
+    public long liveCounts() {
+        return counterFiles.liveTokens();
+    }
+
     public record Stats(AllocatorStats allocator, int limboBlocks, long limboBytes, int ownCounterFiles,
                         int mappedSegments, int mappedCounterFiles, long shared, long received, long collected) {
     }

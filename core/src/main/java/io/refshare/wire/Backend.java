@@ -13,6 +13,8 @@ public enum Backend {
     /** CUDA device memory shared through CUDA IPC handles. */
     CUDA(2);
 
+    private static final Backend[] VALUES = values(); // values() clones on every call
+
     private final int code;
 
     Backend(int code) {
@@ -30,7 +32,7 @@ public enum Backend {
      * @throws InvalidDataException when no backend has this code
      */
     public static Backend fromCode(int code) {
-        for (Backend b : values()) {
+        for (Backend b : VALUES) {
             if (b.code == code) {
                 return b;
             }

@@ -6,9 +6,12 @@ import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Objects;
 import java.util.function.Predicate;
 
@@ -104,12 +107,17 @@ public final class DescriptorCodec {
     private static final int OFF_SENDER_PID = 56;
     private static final int OFF_SENDER_START = 64;
 
-    // unaligned: heap byte[] segments only guarantee byte alignment, and a caller's
-    // destination offset may be anything
+    // for encoding, through the caller's segment at any offset: hence unaligned
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
+    // decoding reads a private byte[] copy; these views are the JIT's fastest path for it
+    private static final VarHandle SHORTS = MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle INTS = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+    private static final byte[] NO_BYTES = new byte[0];
 
     private DescriptorCodec() {
     }
@@ -215,13 +223,13 @@ public final class DescriptorCodec {
         Objects.requireNonNull(names, "names");
         Objects.checkFromIndexSize(offset, length, src.byteSize());
         if (length > MAX_ENCODED_BYTES) {
-            throw new InvalidDataException("descriptor of " + length + " bytes is larger than the maximum of "
+            throw new InvalidDataException("malformed descriptor: " + length + " bytes is larger than the maximum of "
                     + MAX_ENCODED_BYTES);
         }
         // one private copy: each byte is read exactly once from the source (see class comment)
         byte[] copy = new byte[(int) length];
         MemorySegment.copy(src, U8, offset, copy, 0, (int) length);
-        return new Reader(MemorySegment.ofArray(copy), names).read();
+        return new Reader(copy, names).read();
     }
 
     /** Byte-array form of {@link #decode(MemorySegment, long, long, Predicate)}. */
@@ -235,14 +243,14 @@ public final class DescriptorCodec {
     }
 
     /** One decoding pass over a private copy; every read is bounds-checked by a length check before it. */
-    private record Reader(MemorySegment in, Predicate<? super String> names) {
+    private record Reader(byte[] bytes, Predicate<? super String> names) {
 
         Descriptor read() {
-            long given = in.byteSize();
+            long given = bytes.length;
             if (given < 4) {
                 throw bad("truncated: " + given + " bytes, not even the 4-byte magic");
             }
-            int magic = in.get(I32, OFF_MAGIC);
+            int magic = i32(OFF_MAGIC);
             if (magic != MAGIC) {
                 throw bad(String.format("wrong magic 0x%08X (expected 0x%08X, \"RFSD\"): not a refshare descriptor",
                         magic, MAGIC));
@@ -258,7 +266,7 @@ public final class DescriptorCodec {
             if ((flags & ~KNOWN_FLAGS) != 0) {
                 throw bad(String.format("unknown flags 0x%04X set (known: 0x%04X)", flags & ~KNOWN_FLAGS, KNOWN_FLAGS));
             }
-            long total = Integer.toUnsignedLong(in.get(I32, OFF_TOTAL));
+            long total = Integer.toUnsignedLong(i32(OFF_TOTAL));
             if (total > given) {
                 throw bad("truncated: total length says " + total + " bytes, only " + given + " given");
             }
@@ -268,16 +276,25 @@ public final class DescriptorCodec {
             boolean hasTensor = (flags & FLAG_TENSOR) != 0;
             boolean hasEvent = (flags & FLAG_EVENT) != 0;
 
-            Backend backend = Backend.fromCode(u8(OFF_BACKEND));
+            Backend backend;
+            try {
+                backend = Backend.fromCode(u8(OFF_BACKEND));
+            } catch (InvalidDataException e) {
+                throw bad(e.getMessage());
+            }
             if (hasEvent && backend != Backend.CUDA) {
                 throw bad("event handle flag set on a " + backend + " descriptor: only CUDA blocks carry one");
             }
             int dtypeCode = u8(OFF_DTYPE);
             int rank = u8(OFF_RANK);
-            long storageOffset = in.get(I64, OFF_STORAGE_OFFSET);
+            long storageOffset = i64(OFF_STORAGE_OFFSET);
             DType dtype = null;
             if (hasTensor) {
-                dtype = DType.fromCode(dtypeCode);
+                try {
+                    dtype = DType.fromCode(dtypeCode);
+                } catch (InvalidDataException e) {
+                    throw bad(e.getMessage());
+                }
                 if (rank > TensorLayout.MAX_RANK) {
                     throw bad("tensor rank " + rank + " exceeds the maximum of " + TensorLayout.MAX_RANK);
                 }
@@ -300,23 +317,22 @@ public final class DescriptorCodec {
             }
             // from here on every read is within the input: its size is exactly `needed`
 
-            int slot = in.get(I32, OFF_SLOT);
+            int slot = i32(OFF_SLOT);
             if (slot < 0) {
                 throw bad("slot is negative: " + slot);
             }
-            long at = HEADER_BYTES;
-            byte[] event = new byte[hasEvent ? Descriptor.EVENT_HANDLE_BYTES : 0];
-            MemorySegment.copy(in, U8, at, event, 0, event.length);
+            int at = HEADER_BYTES;
+            byte[] event = hasEvent ? Arrays.copyOfRange(bytes, at, at + Descriptor.EVENT_HANDLE_BYTES) : NO_BYTES;
             at += event.length;
             TensorLayout tensor = null;
             if (hasTensor) {
                 long[] shape = new long[rank];
                 long[] strides = new long[rank];
                 for (int i = 0; i < rank; i++, at += Long.BYTES) {
-                    shape[i] = in.get(I64, at);
+                    shape[i] = i64(at);
                 }
                 for (int i = 0; i < rank; i++, at += Long.BYTES) {
-                    strides[i] = in.get(I64, at);
+                    strides[i] = i64(at);
                 }
                 try {
                     tensor = new TensorLayout(dtype, shape, strides, storageOffset);
@@ -327,12 +343,24 @@ public final class DescriptorCodec {
             String segmentName = name("segment name", at, segmentNameLength);
             at += segmentNameLength;
             String counterFileName = name("counter file name", at, counterNameLength);
+            Descriptor d;
             try {
-                return new Descriptor(backend, segmentName, in.get(I64, OFF_SEGMENT_SIZE), in.get(I64, OFF_OFFSET),
-                        in.get(I64, OFF_LENGTH), counterFileName, slot, event, tensor, in.get(I64, OFF_SENDER_PID),
-                        in.get(I64, OFF_SENDER_START));
+                d = new Descriptor(backend, segmentName, i64(OFF_SEGMENT_SIZE), i64(OFF_OFFSET),
+                        i64(OFF_LENGTH), counterFileName, slot, event, tensor, i64(OFF_SENDER_PID),
+                        i64(OFF_SENDER_START));
             } catch (IllegalArgumentException e) {
                 throw new InvalidDataException("malformed descriptor: " + e.getMessage(), e);
+            }
+            // last, so that the check only ever sees names that follow the wire rule
+            checkAccepted("segment name", segmentName);
+            checkAccepted("counter file name", counterFileName);
+            return d;
+        }
+
+        private void checkAccepted(String what, String name) {
+            if (!names.test(name)) {
+                throw bad(what + " " + WireNames.quoted(name) + " is refused by the name check"
+                        + " (not a file name of this refshare directory)");
             }
         }
 
@@ -347,32 +375,32 @@ public final class DescriptorCodec {
             return n;
         }
 
-        private String name(String what, long at, int length) {
+        /** The name at {@code at}; the wire name rule is checked again, by the Descriptor. */
+        private String name(String what, int at, int length) {
             for (int i = 0; i < length; i++) {
-                int b = u8(at + i);
-                if (b > 0x7f) {
-                    throw bad(String.format("%s contains non-ASCII byte 0x%02X at index %d", what, b, i));
+                if (bytes[at + i] < 0) {
+                    throw bad(String.format("%s contains non-ASCII byte 0x%02X at index %d", what,
+                            Byte.toUnsignedInt(bytes[at + i]), i));
                 }
             }
             // ASCII was checked above, so Latin-1 maps each byte to the same character
-            String name = new String(in.asSlice(at, length).toArray(U8), StandardCharsets.ISO_8859_1);
-            String problem = WireNames.problem(name);
-            if (problem != null) {
-                throw bad(what + " " + WireNames.quoted(name) + " " + problem);
-            }
-            if (!names.test(name)) {
-                throw bad(what + " " + WireNames.quoted(name) + " is refused by the name check"
-                        + " (not a file name of this refshare directory)");
-            }
-            return name;
+            return new String(bytes, at, length, StandardCharsets.ISO_8859_1);
         }
 
-        private int u8(long at) {
-            return Byte.toUnsignedInt(in.get(U8, at));
+        private int u8(int at) {
+            return Byte.toUnsignedInt(bytes[at]);
         }
 
-        private int u16(long at) {
-            return Short.toUnsignedInt(in.get(U16, at));
+        private int u16(int at) {
+            return Short.toUnsignedInt((short) SHORTS.get(bytes, at));
+        }
+
+        private int i32(int at) {
+            return (int) INTS.get(bytes, at);
+        }
+
+        private long i64(int at) {
+            return (long) LONGS.get(bytes, at);
         }
 
         private static InvalidDataException bad(String message) {

@@ -15,6 +15,9 @@ final class WireNames {
 
     /** What is wrong with {@code name} as a descriptor file name, or null when nothing is. */
     static String problem(String name) {
+        if (name != null && isValid(name)) {
+            return null; // the common case: one pass, no searching for the specific fault
+        }
         if (name == null) {
             return "is missing";
         }
@@ -42,6 +45,19 @@ final class WireNames {
             }
         }
         return null;
+    }
+
+    static boolean isValid(String name) {
+        int n = name.length();
+        if (n == 0 || n > MAX_LENGTH) {
+            return false;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!allowed(name.charAt(i))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     static boolean allowed(char c) {

@@ -1,0 +1,219 @@
+package io.refshare.cli;
+
+import io.refshare.Refshare;
+import io.refshare.channel.ShareQueue;
+import io.refshare.inspect.Inventory;
+import io.refshare.tensor.Tensor;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.stream.Stream;
+
+/**
+ * {@code refshare demo}: this process produces tensors into a queue, consumer processes
+ * take them, verify every byte and close them; live progress while it runs, and a
+ * summary that checks nothing leaked.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = {"Start a producer (this process) and consumer processes that share tensors through a",
+                "refshare queue, zero-copy. Shows live progress and ends with a summary that checks every byte",
+                "was verified and nothing leaked. Run 'refshare inspect' in another terminal to watch the files."})
+final class DemoCommand implements Callable<Integer> {
+    @Mixin
+    ShmOptions shm;
+
+    @Option(names = {"-c", "--consumers"}, paramLabel = "N", defaultValue = "2",
+            description = "consumer processes (default: ${DEFAULT-VALUE})")
+    int consumers;
+
+    @Option(names = {"-s", "--size"}, paramLabel = "SIZE", defaultValue = "256KiB", converter = SizeConverter.class,
+            description = "bytes per tensor, e.g. 4KiB, 1MiB (default: ${DEFAULT-VALUE})")
+    long size;
+
+    @Option(names = {"-d", "--duration"}, paramLabel = "SECONDS", defaultValue = "12",
+            description = "how long to stream (default: ${DEFAULT-VALUE})")
+    double seconds;
+
+    @Option(names = {"-q", "--queue-capacity"}, paramLabel = "N", defaultValue = "64",
+            description = "messages the queue holds before put waits (default: ${DEFAULT-VALUE})")
+    int capacity;
+
+    @Override
+    public Integer call() throws Exception {
+        if (consumers < 1 || consumers > 64) {
+            throw new IllegalArgumentException("--consumers must be between 1 and 64, was " + consumers);
+        }
+        if (size < 8 || seconds <= 0 || capacity < 1) {
+            throw new IllegalArgumentException("--size must be at least 8 bytes, --duration and --queue-capacity positive");
+        }
+        var config = shm.config();
+        Set<String> before = ourFiles(config.directory(), config.prefix());
+        System.out.printf(Locale.ROOT, "refshare demo: 1 producer (pid %d) -> %d consumer processes, %s tensors, %.0f s, "
+                + "files in %s%n", ProcessHandle.current().pid(), consumers, Inventory.bytes(size), seconds,
+                config.directory());
+
+        List<Process> children = new ArrayList<>();
+        AtomicLongArray progress = new AtomicLongArray(consumers * 3); // received, bytes, bad per consumer
+        long[] done = new long[consumers * 3];
+        long sent = 0;
+        long started;
+        long streamed;
+        Refshare rs = Refshare.open(config);
+        try {
+            try (ShareQueue queue = ShareQueue.create(rs, capacity)) {
+                List<Thread> readers = new ArrayList<>();
+                for (int i = 0; i < consumers; i++) {
+                    Process p = startConsumer(config.directory(), config.prefix(), queue.name());
+                    children.add(p);
+                    readers.add(readReports(i, p, progress, done));
+                }
+                System.out.println("queue " + queue.name() + "; consumers " + children.stream()
+                        .map(p -> Long.toString(p.pid())).reduce((a, b) -> a + ", " + b).orElse(""));
+                started = System.nanoTime();
+                long end = started + (long) (seconds * 1e9);
+                long nextReport = started + 500_000_000L;
+                while (System.nanoTime() < end) {
+                    try (Tensor t = rs.allocateBytes(size)) {
+                        DemoPattern.fill(t.data(), sent);
+                        while (!queue.offer(t, 100, TimeUnit.MILLISECONDS)) {
+                            requireAlive(children);
+                        }
+                    } // dropped at once: the block waits in the limbo until its consumer closes it
+                    sent++;
+                    if (System.nanoTime() >= nextReport) {
+                        report(rs, sent, progress, consumers, System.nanoTime() - started);
+                        nextReport += 500_000_000L;
+                    }
+                }
+                streamed = System.nanoTime() - started;
+                queue.endOfStream();
+                System.out.println();
+                for (Process p : children) {
+                    if (!p.waitFor(60, TimeUnit.SECONDS)) {
+                        throw new IllegalStateException("consumer " + p.pid() + " did not finish within 60 s");
+                    }
+                }
+                for (Thread r : readers) {
+                    r.join();
+                }
+                for (Process p : children) {
+                    if (p.exitValue() != 0) {
+                        throw new IllegalStateException("consumer " + p.pid() + " failed with exit code " + p.exitValue());
+                    }
+                }
+            }
+            boolean limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
+            var stats = rs.stats();
+            long received = 0;
+            long bytes = 0;
+            long bad = 0;
+            for (int i = 0; i < consumers; i++) {
+                received += done[3 * i];
+                bytes += done[3 * i + 1];
+                bad += done[3 * i + 2];
+            }
+            rs.close();
+            Set<String> left = ourFiles(config.directory(), config.prefix());
+            left.removeAll(before);
+            double secs = streamed / 1e9;
+            System.out.println("summary");
+            System.out.printf(Locale.ROOT, "  sent %,d tensors of %s in %.1f s: %,.0f tensors/s, %s/s shared zero-copy%n",
+                    sent, Inventory.bytes(size), secs, sent / secs, Inventory.bytes((long) (sent * size / secs)));
+            System.out.printf(Locale.ROOT, "  received %,d tensors (%s) by %d consumers; every byte verified: %s%n",
+                    received, Inventory.bytes(bytes), consumers,
+                    bad == 0 && received == sent ? "all correct" : bad + " corrupt, " + (sent - received) + " missing");
+            System.out.printf(Locale.ROOT, "  producer memory: %d segments reused for %,d tensors, limbo %s, "
+                    + "blocks in use %d%n", stats.allocator().segmentCreations(), sent,
+                    limboEmpty ? "empty" : stats.limboBlocks() + " blocks", stats.allocator().blocksInUse());
+            System.out.println("  files left behind: " + (left.isEmpty() ? "none" : left));
+            boolean ok = bad == 0 && received == sent && limboEmpty && left.isEmpty()
+                    && stats.allocator().blocksInUse() == 0;
+            System.out.println(ok ? "OK: every tensor delivered once and verified, all counts returned, nothing leaked"
+                    : "FAILED: see above");
+            return ok ? 0 : 1;
+        } finally {
+            children.forEach(Process::destroyForcibly);
+            rs.close();
+        }
+    }
+
+    private static void report(Refshare rs, long sent, AtomicLongArray progress, int consumers, long elapsedNanos) {
+        long received = 0;
+        long bytes = 0;
+        for (int i = 0; i < consumers; i++) {
+            received += progress.get(3 * i);
+            bytes += progress.get(3 * i + 1);
+        }
+        var s = rs.stats();
+        double secs = elapsedNanos / 1e9;
+        String line = String.format(Locale.ROOT, "%5.1f s  sent %,9d  received %,9d  %,8.0f tensors/s  %9s/s  "
+                        + "limbo %4d blocks (%s)  live counts %,d", secs, sent, received, received / secs,
+                Inventory.bytes((long) (bytes / secs)), s.limboBlocks(), Inventory.bytes(s.limboBytes()),
+                rs.sharing().liveCounts());
+        if (System.console() != null) {
+            System.out.print("\r" + line);
+        } else {
+            System.out.println(line);
+        }
+        System.out.flush();
+    }
+
+    private static Process startConsumer(Path dir, String prefix, String queue) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx128m", "-cp",
+                System.getProperty("java.class.path"), DemoConsumer.class.getName(), dir.toString(), prefix, queue)
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    }
+
+    private static Thread readReports(int index, Process p, AtomicLongArray progress, long[] done) {
+        return Thread.ofPlatform().daemon().start(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    String[] w = line.split(" ");
+                    if ((w[0].equals("PROGRESS") || w[0].equals("DONE")) && w.length == 4) {
+                        for (int k = 0; k < 3; k++) {
+                            progress.set(3 * index + k, Long.parseLong(w[k + 1]));
+                            if (w[0].equals("DONE")) {
+                                done[3 * index + k] = Long.parseLong(w[k + 1]);
+                            }
+                        }
+                    }
+                }
+            } catch (IOException ignored) {
+                // the consumer is gone; its exit code tells
+            }
+        });
+    }
+
+    private static void requireAlive(List<Process> children) {
+        for (Process p : children) {
+            if (!p.isAlive()) {
+                throw new IllegalStateException("consumer " + p.pid() + " exited early with code " + p.exitValue());
+            }
+        }
+    }
+
+    private static Set<String> ourFiles(Path dir, String prefix) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            Set<String> names = new HashSet<>();
+            s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(prefix + "-")).forEach(names::add);
+            return names;
+        }
+    }
+}

@@ -1,0 +1,50 @@
+package io.refshare.cli;
+
+import io.refshare.inspect.Inventory;
+import io.refshare.shm.ShmDirectory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** {@code refshare inspect}: every refshare file, its owner, and what it holds. */
+@Command(name = "inspect", mixinStandardHelpOptions = true,
+        description = {"List every refshare file in the shared-memory directory: kind, owner pid and whether it is",
+                "alive, size, live counts, limbo. Reads only; changes nothing."})
+final class InspectCommand implements Callable<Integer> {
+    @Mixin
+    ShmOptions shm;
+
+    @Option(names = {"-w", "--watch"}, paramLabel = "SECONDS", description = "repeat every SECONDS until interrupted")
+    double watchSeconds;
+
+    @Override
+    public Integer call() throws Exception {
+        ShmDirectory dir = shm.config().shmDirectory();
+        do {
+            print(dir, Inventory.list(dir));
+            if (watchSeconds > 0) {
+                Thread.sleep((long) (watchSeconds * 1000));
+                System.out.println();
+            }
+        } while (watchSeconds > 0);
+        return 0;
+    }
+
+    private static void print(ShmDirectory dir, List<Inventory.Entry> entries) {
+        if (entries.isEmpty()) {
+            System.out.println("no refshare files in " + dir);
+            return;
+        }
+        System.out.printf("%-8s %-45s %10s %-18s %s%n", "KIND", "NAME", "SIZE", "OWNER", "DETAILS");
+        for (Inventory.Entry e : entries) {
+            String owner = e.owner() == null ? "?" : e.owner().pid() + (e.ownerAlive() ? " alive" : " DEAD");
+            System.out.printf("%-8s %-45s %10s %-18s %s%n", e.kind().tag(), e.name(), Inventory.bytes(e.size()), owner,
+                    e.details());
+        }
+        long dead = entries.stream().filter(e -> e.owner() != null && !e.ownerAlive()).count();
+        System.out.println(entries.size() + " files" + (dead > 0 ? ", " + dead + " owned by dead processes" : ""));
+    }
+}

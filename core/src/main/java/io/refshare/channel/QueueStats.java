@@ -1,0 +1,24 @@
+package io.refshare.channel;
+
+import io.refshare.shm.ProcessIdentity;
+
+import java.util.List;
+
+/**
+ * A moment's view of a queue, read from its file without locking (figures moved by
+ * concurrent operations may be off by those operations).
+ *
+ * @param size      messages published and not yet taken (0..capacity)
+ * @param offered   messages published, ever, by every participant (departed ones included)
+ * @param taken     messages handed to a consumer, ever
+ * @param rejected  cells skipped because their length field was impossible (hostile or corrupt writer)
+ * @param closed    true once {@link ShmQueue#markClosed()} was called by anyone
+ * @param owner     the process that created the queue
+ */
+public record QueueStats(String name, int capacity, int maxMessageBytes, int size, long offered, long taken,
+        long rejected, boolean closed, ProcessIdentity owner, List<QueueParticipant> participants) {
+
+    public QueueStats {
+        participants = List.copyOf(participants);
+    }
+}

@@ -1,0 +1,756 @@
+package io.refshare.channel;
+
+import io.refshare.InvalidDataException;
+import io.refshare.RefshareException;
+import io.refshare.channel.ShmQueueLayout.Geometry;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+import static io.refshare.channel.ShmQueueLayout.*;
+
+/**
+ * A bounded multi-producer, multi-consumer queue of small byte messages in a
+ * shared-memory file: any number of processes, and threads in them, offer and poll; each
+ * message goes to exactly one consumer, in the order of the positions producers claimed.
+ * The layout is {@link ShmQueueLayout}. One {@code ShmQueue} is this process's handle to
+ * the file; it is thread-safe.
+ *
+ * <p>Waiting is cheap: a blocked {@code offer} or {@code poll} spins for tens of
+ * microseconds, then sleeps on a futex in the file, woken by the process that makes
+ * room or publishes a message (no system call when nobody sleeps).
+ *
+ * <p>Crashes: a process killed in the middle of an offer or a poll leaves a cell claimed
+ * in its name. Waiters check the claimants of what blocks them (at most every
+ * {@value #SWEEP_INTERVAL_MILLIS} ms per handle) and repair the queue once the claimant is
+ * dead ({@link Recovery}): an unpublished claim is skipped, a message claimed but not
+ * returned by the dead consumer's poll is delivered to another consumer. So a published
+ * message is delivered exactly once unless the consumer process dies after its poll
+ * returned it, which no queue can tell apart from a slow application.
+ *
+ * <h2>Implementation notes</h2>
+ * The core is Dmitry Vyukov's bounded MPMC array queue, with the claim moved into the
+ * cell: a producer claims position {@code t} by one compare-and-set of the cell word from
+ * FREE(t) to WRITING(t, itself), then moves the tail hint on; a consumer claims {@code h}
+ * by FULL(h) &rarr; READING(h, itself), then moves the head hint on. Because the claim is
+ * in the cell and names the claimant, a dead claimant can be recognised and its claim
+ * repaired by a third party, which a claim on the shared tail counter would not allow.
+ * <p>
+ * Invariants: (1) the head and tail hints only grow, one position at a time, and only
+ * past a position whose cell was claimed for it; so every position below the tail was
+ * claimed by a producer and below the head by a consumer. (2) A cell word's position
+ * only grows (FREE(p) &rarr; WRITING(p) &rarr; FULL(p) &rarr; READING(p) &rarr;
+ * FREE(p + capacity)); each arrow is made by the one process that holds the claim, or by
+ * a compare-and-set. (3) Hence, reading tail {@code t} then its cell: a cell still at an
+ * earlier position means the queue was full at that moment; FREE(t) means {@code t} was
+ * free; anything else means the tail hint was behind. Symmetrically for the head.
+ * <p>
+ * Memory ordering: the payload is written with plain stores while the cell is WRITING
+ * and published by a volatile write of FULL; a consumer reads FULL with a volatile read
+ * before reading the payload, and frees the cell with a volatile write after its last
+ * read of it, so a producer never overwrites a payload being read. Wake-ups follow
+ * {@link QueueSignal}.
+ * <p>
+ * Closing: {@link #markClosed} sets a flag. A producer reads it before claiming and again
+ * after (abandoning its claim when it is set), while a consumer reads it before looking
+ * at the head cell and reports "closed" only when that cell shows no claimed position.
+ * All of these are volatile, so a producer that saw "open" after claiming made its claim
+ * before the flag was set, and every consumer that sees the flag also sees the claim:
+ * it waits for that message instead of reporting the queue drained.
+ * <p>
+ * Positions in cell words wrap at 2<sup>46</sup>; a thread would have to stall for
+ * 2<sup>45</sup> operations of the others to mistake one lap for another.
+ */
+public final class ShmQueue implements AutoCloseable {
+    static final long SWEEP_INTERVAL_MILLIS = 100;
+    private static final long SWEEP_INTERVAL_NANOS = SWEEP_INTERVAL_MILLIS * 1_000_000L;
+    private static final long SPIN_NANOS = 30_000;
+    private static final long SLEEP_SLICE_NANOS = 50_000_000;
+
+    static final long NO_ROOM = -1;
+    static final long EMPTY = -1;
+    static final long CLOSED = -2;
+
+    private final ShmFile file;
+    private final MemorySegment mem;
+    private final Geometry geometry;
+    private final int capacity;
+    private final int maxMessageBytes;
+    private final boolean creator;
+    private final ProcessIdentity owner;
+    private final Participants participants;
+    private final QueueSignal notEmpty;
+    private final QueueSignal notFull;
+    private final Recovery recovery;
+    private final long me;
+    private final int self;
+    private final long selfEntry;
+
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
+    private volatile boolean detaching;
+    private boolean detached;
+    private int rolesRecorded;
+
+    private ShmQueue(ShmFile file, Geometry geometry, boolean creator, ProcessIdentity owner) {
+        this.file = file;
+        this.mem = file.segment();
+        this.geometry = geometry;
+        this.capacity = geometry.capacity();
+        this.maxMessageBytes = geometry.maxMessageBytes();
+        this.creator = creator;
+        this.owner = owner;
+        this.me = packIdentity(ProcessIdentity.current());
+        this.participants = new Participants(mem, geometry);
+        this.notEmpty = new QueueSignal(mem, NOT_EMPTY_SEQ_OFFSET, CONSUMERS_SLEEPING_OFFSET,
+                PARTICIPANT_CONSUMERS_SLEEPING);
+        this.notFull = new QueueSignal(mem, NOT_FULL_SEQ_OFFSET, PRODUCERS_SLEEPING_OFFSET,
+                PARTICIPANT_PRODUCERS_SLEEPING);
+        this.recovery = new Recovery(mem, geometry, participants, new Liveness(), notEmpty, notFull, me);
+        int index = participants.tryRegister(me);
+        if (index < 0) {
+            recovery.sweep(Recovery.Role.JANITOR, -1);
+            index = participants.tryRegister(me);
+        }
+        if (index < 0) {
+            throw new RefshareException("queue " + file.path() + " has all " + geometry.participantCapacity()
+                    + " participant entries held by live handles; close unused handles or create the queue with more");
+        }
+        this.self = index;
+        this.selfEntry = geometry.participantOffset(index);
+    }
+
+    /** Creates a queue of {@code capacity} messages of up to 512 bytes, owned by this process. */
+    public static ShmQueue create(ShmDirectory dir, int capacity) {
+        return create(dir, capacity, DEFAULT_MAX_MESSAGE_BYTES);
+    }
+
+    /** Creates a queue of {@code capacity} messages of up to {@code maxMessageBytes} bytes. */
+    public static ShmQueue create(ShmDirectory dir, int capacity, int maxMessageBytes) {
+        return create(dir, capacity, maxMessageBytes, DEFAULT_PARTICIPANTS);
+    }
+
+    /**
+     * Creates a queue that at most {@code maxParticipants} handles (across all processes)
+     * may have open at once; handles of dead processes are reclaimed.
+     */
+    public static ShmQueue create(ShmDirectory dir, int capacity, int maxMessageBytes, int maxParticipants) {
+        return createStartingAt(dir, Geometry.of(capacity, maxMessageBytes, maxParticipants), 0);
+    }
+
+    /** As create, with the first position given (tests cross the 2^46 wrap with it). */
+    static ShmQueue createStartingAt(ShmDirectory dir, Geometry geometry, long firstPosition) {
+        ProcessIdentity me = ProcessIdentity.current();
+        packIdentity(me); // refuse before a file exists
+        ShmFile f = dir.create(ShmKind.QUEUE, geometry.fileLength());
+        try {
+            geometry.initialize(f.segment(), me, firstPosition);
+            return new ShmQueue(f, geometry, true, me);
+        } catch (RuntimeException e) {
+            f.unlink();
+            f.close();
+            throw e;
+        }
+    }
+
+    /** Attaches to a queue by a name from outside; its header is checked before any use. */
+    public static ShmQueue open(ShmDirectory dir, String name) {
+        ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH);
+        try {
+            Geometry g = Geometry.read(f.segment(), f.size(), f.path().toString());
+            return new ShmQueue(f, g, false, ownerOf(f.segment()));
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
+    }
+
+    /** Reads a queue's statistics without attaching to it (for inspection tools). */
+    public static QueueStats inspect(ShmDirectory dir, String name) {
+        try (ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH)) {
+            Geometry g = Geometry.read(f.segment(), f.size(), f.path().toString());
+            return stats(name, f.segment(), g, new Participants(f.segment(), g));
+        }
+    }
+
+    public String name() {
+        return file.name();
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    public int maxMessageBytes() {
+        return maxMessageBytes;
+    }
+
+    /** The process that created the queue. */
+    public ProcessIdentity owner() {
+        return owner;
+    }
+
+    /** True once anyone called {@link #markClosed()}. */
+    public boolean isClosed() {
+        enter();
+        try {
+            return closedFlag();
+        } finally {
+            exit();
+        }
+    }
+
+    /** Publishes {@code message} if there is room now; never waits. */
+    public boolean offer(byte[] message) {
+        checkMessage(message);
+        enter();
+        try {
+            recordRole(ROLE_PRODUCER);
+            if (tryOffer(message)) {
+                return true;
+            }
+            maybeSweep(Recovery.Role.PRODUCER);
+            return tryOffer(message);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Publishes {@code message}, waiting up to {@code timeout} for room.
+     *
+     * @return false if the queue stayed full for the whole timeout
+     * @throws QueueClosedException if the queue is (or becomes, while waiting) closed, or this handle was closed
+     * @throws IllegalArgumentException if the message is longer than {@link #maxMessageBytes()}
+     */
+    public boolean offer(byte[] message, long timeout, TimeUnit unit) throws InterruptedException {
+        checkMessage(message);
+        long nanos = unit.toNanos(timeout);
+        enter();
+        try {
+            recordRole(ROLE_PRODUCER);
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            if (tryOffer(message)) {
+                return true;
+            }
+            return awaitRoom(message, nanos);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Takes the next message if there is one now; never waits.
+     *
+     * @return the message, or null when the queue is empty
+     * @throws QueueClosedException if the queue is closed and empty
+     * @throws InvalidDataException if the next cell held an impossible length (it is skipped; poll again)
+     */
+    public byte[] poll() {
+        enter();
+        try {
+            recordRole(ROLE_CONSUMER);
+            byte[] m = tryPoll();
+            if (m != null) {
+                return m;
+            }
+            Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
+            return adopted != null ? deliver(adopted.cellOffset(), adopted.position()) : tryPoll();
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Takes the next message, waiting up to {@code timeout} for one.
+     *
+     * @return the message, or null if none came within the timeout
+     * @throws QueueClosedException once the queue is closed and empty, or if this handle was closed
+     * @throws InvalidDataException if the next cell held an impossible length (it is skipped; poll again)
+     */
+    public byte[] poll(long timeout, TimeUnit unit) throws InterruptedException {
+        long nanos = unit.toNanos(timeout);
+        enter();
+        try {
+            recordRole(ROLE_CONSUMER);
+            if (Thread.interrupted()) {
+                throw new InterruptedException();
+            }
+            byte[] m = tryPoll();
+            return m != null ? m : awaitMessage(nanos);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Stops the queue for everyone: offers fail from now on, waiters wake, consumers take
+     * what is left and then get {@link QueueClosedException}. Idempotent.
+     */
+    public void markClosed() {
+        enter();
+        try {
+            setClosed();
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Removes every message left in the queue and hands each to {@code sink} (to return
+     * the counts of undelivered messages, say). On a closed queue it also waits for
+     * offers that claimed a cell before the close to publish (or for their dead
+     * claimants to be detected), so nothing arrives after it returns. Cells with an
+     * impossible length are skipped and counted as rejected.
+     *
+     * @return the number of messages handed to {@code sink}
+     */
+    public int drain(Consumer<byte[]> sink) {
+        Objects.requireNonNull(sink, "sink");
+        enter();
+        try {
+            recordRole(ROLE_CONSUMER);
+            int drained = 0;
+            while (true) {
+                long h = claimReadable();
+                byte[] m = null;
+                try {
+                    if (h >= 0) {
+                        m = deliver(geometry.cellOffset(cellIndex(h)), h);
+                    } else {
+                        Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
+                        if (adopted != null) {
+                            m = deliver(adopted.cellOffset(), adopted.position());
+                        } else if (h == CLOSED || !closedFlag()) {
+                            return drained;
+                        } else {
+                            awaitPublication();
+                            continue;
+                        }
+                    }
+                } catch (InvalidDataException rejected) {
+                    continue;
+                }
+                sink.accept(m);
+                drained++;
+            }
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Repairs, now, whatever dead participants left in the queue (normally done by
+     * waiters on their own) and frees their participant entries.
+     */
+    public void recover() {
+        enter();
+        try {
+            sweepNow(Recovery.Role.JANITOR);
+        } finally {
+            exit();
+        }
+    }
+
+    public QueueStats stats() {
+        enter();
+        try {
+            return stats(name(), mem, geometry, participants);
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Detaches this process: wakes and fails this handle's waiters, frees its participant
+     * entry and unmaps the file. The creator's close also marks the queue closed and
+     * unlinks its name (processes still attached keep working and can drain it).
+     * Idempotent. Must not be called from inside a {@link #drain} sink.
+     */
+    @Override
+    public void close() {
+        synchronized (inFlight) {
+            if (detached) {
+                return;
+            }
+            detached = true;
+            detaching = true;
+        }
+        notEmpty.signalAll();
+        notFull.signalAll();
+        boolean interrupted = false;
+        synchronized (inFlight) {
+            while (inFlight.get() > 0) {
+                try {
+                    inFlight.wait(10);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        try {
+            if (creator) {
+                setClosed();
+                file.unlink();
+            }
+            participants.leave(self, me, notEmpty, notFull);
+        } finally {
+            file.close();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "ShmQueue[" + file.path() + ", capacity " + capacity + ", max message " + maxMessageBytes + " bytes]";
+    }
+
+    // ---- the cell protocol (package-private pieces are exercised by crash tests) ----
+
+    /** Claims the tail cell for a producer: its position, {@link #NO_ROOM} or {@link #CLOSED}. */
+    long claimWritable() {
+        if (closedFlag()) {
+            return CLOSED;
+        }
+        while (true) {
+            long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
+            long cell = geometry.cellOffset(cellIndex(t));
+            long word = (long) LONG.getVolatile(mem, cell + CELL_WORD);
+            long d = distance(word, t);
+            if (d == 0 && state(word) == FREE) {
+                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, writing(t, self))) {
+                    LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1);
+                    if (closedFlag()) {
+                        // closed while claiming: give the position up, as a dead producer's is
+                        LONG.setVolatile(mem, cell + CELL_WORD, free(t + capacity));
+                        notEmpty.signal();
+                        return CLOSED;
+                    }
+                    return t;
+                }
+            } else if (d < 0) {
+                return NO_ROOM;
+            } else {
+                LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1);
+            }
+        }
+    }
+
+    /** Writes and publishes the message of a position claimed by {@link #claimWritable}. */
+    void publish(long position, byte[] message) {
+        long cell = geometry.cellOffset(cellIndex(position));
+        mem.set(LE_INT, cell + CELL_LENGTH_FIELD, message.length);
+        MemorySegment.copy(message, 0, mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message.length);
+        LONG.setVolatile(mem, cell + CELL_WORD, full(position));
+        participants.countOffered(self);
+        notEmpty.signal();
+        if (notFull.anyoneAsleep() && hasRoom()) {
+            notFull.signal(); // a sleeper may have been woken for the room this offer used
+        }
+    }
+
+    /** Claims the head cell for a consumer: its position, {@link #EMPTY} or {@link #CLOSED}. */
+    long claimReadable() {
+        while (true) {
+            boolean closed = closedFlag();
+            long h = (long) LONG.getVolatile(mem, HEAD_OFFSET);
+            long cell = geometry.cellOffset(cellIndex(h));
+            long word = (long) LONG.getVolatile(mem, cell + CELL_WORD);
+            long d = distance(word, h);
+            int state = state(word);
+            if (d == 0 && state == FULL) {
+                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, reading(h, self))) {
+                    LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1);
+                    return h;
+                }
+            } else if (d < 0 || (d == 0 && state != READING)) {
+                // nothing published at h; "drained" only if no producer holds h either
+                return closed && !(d == 0 && state == WRITING) ? CLOSED : EMPTY;
+            } else {
+                LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1);
+            }
+        }
+    }
+
+    /**
+     * Copies out the message of a cell this handle holds in READING and frees the cell,
+     * whatever happens: an impossible length is rejected, never left blocking the queue.
+     */
+    byte[] deliver(long cell, long position) {
+        int length = mem.get(LE_INT, cell + CELL_LENGTH_FIELD);
+        byte[] message;
+        try {
+            if (length < 0 || length > maxMessageBytes) {
+                participants.countRejected();
+                throw new InvalidDataException("queue " + file.path() + ": the message at position " + position
+                        + " claims " + length + " bytes, cells hold at most " + maxMessageBytes
+                        + "; a corrupt or hostile writer. The cell was skipped");
+            }
+            message = new byte[length];
+            MemorySegment.copy(mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message, 0, length);
+        } finally {
+            LONG.setVolatile(mem, cell + CELL_WORD, free(position + capacity));
+            notFull.signal();
+        }
+        participants.countTaken(self);
+        if (notEmpty.anyoneAsleep() && hasMessage()) {
+            notEmpty.signal(); // a sleeper may have been woken for the message this poll took
+        }
+        return message;
+    }
+
+    // ---- waiting ----
+
+    private boolean awaitRoom(byte[] message, long nanos) throws InterruptedException {
+        long start = System.nanoTime();
+        if (nanos > 0 && spinUntil(start + Math.min(nanos, SPIN_NANOS), () -> hasRoom() || closedFlag())
+                && tryOffer(message)) {
+            return true;
+        }
+        while (true) {
+            maybeSweep(Recovery.Role.PRODUCER);
+            if (tryOffer(message)) {
+                return true;
+            }
+            long remaining = nanos - (System.nanoTime() - start);
+            if (remaining <= 0) {
+                passOnRoom();
+                return false;
+            }
+            int sequence = notFull.prepare(selfEntry);
+            try {
+                if (tryOffer(message)) {
+                    return true;
+                }
+                if (detaching) {
+                    throw handleClosed();
+                }
+                notFull.await(sequence, Math.min(remaining, SLEEP_SLICE_NANOS));
+            } finally {
+                notFull.awake(selfEntry);
+            }
+            if (Thread.interrupted()) {
+                passOnRoom();
+                throw new InterruptedException();
+            }
+        }
+    }
+
+    private byte[] awaitMessage(long nanos) throws InterruptedException {
+        long start = System.nanoTime();
+        if (nanos > 0 && spinUntil(start + Math.min(nanos, SPIN_NANOS), () -> hasMessage() || closedFlag())) {
+            byte[] m = tryPoll();
+            if (m != null) {
+                return m;
+            }
+        }
+        while (true) {
+            Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
+            if (adopted != null) {
+                return deliver(adopted.cellOffset(), adopted.position());
+            }
+            byte[] m = tryPoll();
+            if (m != null) {
+                return m;
+            }
+            long remaining = nanos - (System.nanoTime() - start);
+            if (remaining <= 0) {
+                passOnMessage();
+                return null;
+            }
+            int sequence = notEmpty.prepare(selfEntry);
+            try {
+                m = tryPoll();
+                if (m != null) {
+                    return m;
+                }
+                if (detaching) {
+                    throw handleClosed();
+                }
+                notEmpty.await(sequence, Math.min(remaining, SLEEP_SLICE_NANOS));
+            } finally {
+                notEmpty.awake(selfEntry);
+            }
+            if (Thread.interrupted()) {
+                passOnMessage();
+                throw new InterruptedException();
+            }
+        }
+    }
+
+    /** Drain on a closed queue: a producer still holds the head cell; wait a slice for it. */
+    private void awaitPublication() {
+        int sequence = notEmpty.prepare(selfEntry);
+        try {
+            if (!hasMessage() && !detaching) {
+                notEmpty.await(sequence, SLEEP_SLICE_NANOS);
+            }
+        } finally {
+            notEmpty.awake(selfEntry);
+        }
+    }
+
+    private interface Condition {
+        boolean holds();
+    }
+
+    /** Busy-waits (cheaply: reads of shared lines only) until the condition or the deadline. */
+    private static boolean spinUntil(long deadline, Condition condition) {
+        for (int i = 1; ; i++) {
+            Thread.onSpinWait();
+            if (condition.holds()) {
+                return true;
+            }
+            if ((i & 15) == 0 && System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+        }
+    }
+
+    /** A waiter leaving without using its wake-up hands it on, so no message waits on a sleeper. */
+    private void passOnMessage() {
+        if (notEmpty.anyoneAsleep() && hasMessage()) {
+            notEmpty.signal();
+        }
+    }
+
+    private void passOnRoom() {
+        if (notFull.anyoneAsleep() && hasRoom()) {
+            notFull.signal();
+        }
+    }
+
+    // ---- helpers ----
+
+    private boolean tryOffer(byte[] message) {
+        long t = claimWritable();
+        if (t == NO_ROOM) {
+            return false;
+        }
+        if (t == CLOSED) {
+            throw new QueueClosedException("queue " + name() + " is closed: it accepts no more messages");
+        }
+        publish(t, message);
+        return true;
+    }
+
+    private byte[] tryPoll() {
+        long h = claimReadable();
+        if (h == EMPTY) {
+            return null;
+        }
+        if (h == CLOSED) {
+            throw new QueueClosedException("queue " + name() + " is closed and empty");
+        }
+        return deliver(geometry.cellOffset(cellIndex(h)), h);
+    }
+
+    /** True when the tail cell is free for the tail position (a hint: it may change at once). */
+    private boolean hasRoom() {
+        long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
+        long word = (long) LONG.getVolatile(mem, geometry.cellOffset(cellIndex(t)) + CELL_WORD);
+        return distance(word, t) >= 0;
+    }
+
+    /** True when the head cell holds a message or the head hint is behind (worth a try). */
+    private boolean hasMessage() {
+        long h = (long) LONG.getVolatile(mem, HEAD_OFFSET);
+        long word = (long) LONG.getVolatile(mem, geometry.cellOffset(cellIndex(h)) + CELL_WORD);
+        long d = distance(word, h);
+        return d > 0 || (d == 0 && (state(word) == FULL || state(word) == READING));
+    }
+
+    private int cellIndex(long position) {
+        return (int) Long.remainderUnsigned(position, capacity);
+    }
+
+    private Recovery.Adopted maybeSweep(Recovery.Role role) {
+        long now = System.nanoTime();
+        long due = nextSweep.get();
+        if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_INTERVAL_NANOS)) {
+            return null;
+        }
+        Recovery.Adopted adopted = recovery.sweep(role, self);
+        if (adopted != null) {
+            nextSweep.set(now); // a dead consumer may have held more than one cell
+        }
+        return adopted;
+    }
+
+    private Recovery.Adopted sweepNow(Recovery.Role role) {
+        nextSweep.set(System.nanoTime() + SWEEP_INTERVAL_NANOS);
+        return recovery.sweep(role, self);
+    }
+
+    private boolean closedFlag() {
+        return (int) INT.getVolatile(mem, CLOSED_OFFSET) != 0;
+    }
+
+    private void setClosed() {
+        INT.setVolatile(mem, CLOSED_OFFSET, 1);
+        notEmpty.signalAll();
+        notFull.signalAll();
+    }
+
+    private void recordRole(int role) {
+        if ((rolesRecorded & role) == 0) {
+            participants.addRole(self, role);
+            rolesRecorded |= role; // a benign race: at worst the role is recorded twice
+        }
+    }
+
+    private void checkMessage(byte[] message) {
+        Objects.requireNonNull(message, "message");
+        if (message.length > maxMessageBytes) {
+            throw new IllegalArgumentException("message of " + message.length + " bytes exceeds this queue's maximum of "
+                    + maxMessageBytes + " bytes");
+        }
+    }
+
+    private void enter() {
+        inFlight.incrementAndGet();
+        if (detaching) {
+            exit();
+            throw handleClosed();
+        }
+    }
+
+    private void exit() {
+        if (inFlight.decrementAndGet() == 0 && detaching) {
+            synchronized (inFlight) {
+                inFlight.notifyAll();
+            }
+        }
+    }
+
+    private QueueClosedException handleClosed() {
+        return new QueueClosedException("this process closed its handle to queue " + file.path());
+    }
+
+    private static ProcessIdentity ownerOf(MemorySegment mem) {
+        return new ProcessIdentity(mem.get(LE_LONG, OWNER_PID_OFFSET), mem.get(LE_LONG, OWNER_START_OFFSET));
+    }
+
+    private static QueueStats stats(String name, MemorySegment mem, Geometry g, Participants participants) {
+        long tail = (long) LONG.getVolatile(mem, TAIL_OFFSET);
+        long head = (long) LONG.getVolatile(mem, HEAD_OFFSET);
+        int size = (int) Math.max(0, Math.min(g.capacity(), tail - head));
+        long[] totals = participants.totals();
+        return new QueueStats(name, g.capacity(), g.maxMessageBytes(), size, totals[0], totals[1],
+                (long) LONG.getVolatile(mem, REJECTED_OFFSET), (int) INT.getVolatile(mem, CLOSED_OFFSET) != 0,
+                ownerOf(mem), participants.snapshot());
+    }
+}

@@ -1,0 +1,312 @@
+package io.refshare.channel;
+
+import io.refshare.InvalidDataException;
+import io.refshare.RefshareException;
+import io.refshare.shm.ProcessIdentity;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+
+/**
+ * The layout of a queue file, described once. Every multi-byte field is little-endian;
+ * every field another process updates is a naturally aligned 32- or 64-bit word.
+ *
+ * <pre>
+ * Header, read-mostly line:
+ *   0                   8         12        16                  24                  32
+ *   +-------------------+---------+---------+-------------------+-------------------+
+ *   | magic "RSQUEUE1"  | version | hdrLen  |     owner pid     | owner start ticks |
+ *   +---------+---------+---------+---------+---------+---------+-------------------+
+ *   |capacity | maxMsg  | cellLen | partCap | closed  | (0)     |        (0)        |
+ *   +---------+---------+---------+---------+---------+---------+-------------------+ 64
+ * Header, totals (written rarely):
+ *   | offered by departed (8)  | taken by departed (8)  | rejected (8)  | (0) ...   |
+ *   +---------------------------------------------------------------------------------+ 128
+ * Header, one line pair each (written by every producer, consumer, sleeper):
+ *   128 | tail (8)                                                     ... (0) to 256 |
+ *   256 | head (8)                                                     ... (0) to 384 |
+ *   384 | not-empty futex seq (4) | consumers sleeping (4)            ... (0) to 512 |
+ *   512 | not-full futex seq (4)  | producers sleeping (4)            ... (0) to 640 |
+ *   +---------------------------------------------------------------------------------+ 640 = hdrLen
+ * Participant table, partCap entries of 64 bytes (one cache line each):
+ *   +------------------+------+------+-------------+-------------+--------+--------+------+
+ *   | identity (8)     | role | (0)  | offered (8) | taken (8)   | c.slp  | p.slp  | (0)  |
+ *   +------------------+------+------+-------------+-------------+--------+--------+------+
+ *    identity: pid in bits 0..21, start ticks in bits 22..62; 0 = free entry; bit 63 set:
+ *      the entry's participant is dead and the process named in bits 0..62 is folding
+ *      its counts into the totals (a dead folder's mark is taken over by the next one)
+ *    role: bit 0 has offered, bit 1 has polled; c.slp / p.slp: this participant's
+ *    share of the sleeping counts above (int), so a dead sleeper's share can be removed
+ * Cells, capacity entries of cellLen bytes (cellLen = 16 + maxMsg rounded up to 64):
+ *   +------------------+------------+---------+---------------------------- ... ---+
+ *   | cell word (8)    | length (4) | (0)     | payload (length bytes)             |
+ *   +------------------+------------+---------+---------------------------- ... ---+
+ * </pre>
+ *
+ * <p>The <b>cell word</b> is the per-cell sequence of a Vyukov queue with the claimant
+ * written into it, so that a claim made by a process that then died can be recognised:
+ * <pre>
+ *   63                48 47  46 45                                            0
+ *   +-------------------+------+-----------------------------------------------+
+ *   | claimant index    | state|          position mod 2^46                    |
+ *   +-------------------+------+-----------------------------------------------+
+ *   state: 0 FREE    (the producer of this position may claim it)
+ *          1 WRITING (claimed by that producer, payload being written)
+ *          2 FULL    (message of this position published)
+ *          3 READING (claimed by that consumer, payload being read)
+ *   claimant index: the participant-table entry of the claimant, WRITING and READING only
+ * </pre>
+ * Cell {@code p % capacity} serves the positions {@code p, p + capacity, ...}; a consumer
+ * that finishes position {@code p} turns the cell into FREE for {@code p + capacity}.
+ * Positions in cell words are compared modulo 2<sup>46</sup> (signed distance), so the
+ * head and tail words may count on for the life of the file.
+ *
+ * <p><b>tail</b> and <b>head</b> are hints of the next position to produce and to consume:
+ * they only move forward, one position at a time, and only past a position whose cell was
+ * already claimed for it; anyone who finds them behind moves them on.
+ */
+public final class ShmQueueLayout {
+    public static final long MAGIC = 0x3145554555515352L; // "RSQUEUE1" read little-endian
+    public static final int VERSION = 1;
+
+    public static final long MAGIC_OFFSET = 0;
+    public static final long VERSION_OFFSET = 8;
+    public static final long HEADER_LENGTH_OFFSET = 12;
+    public static final long OWNER_PID_OFFSET = 16;
+    public static final long OWNER_START_OFFSET = 24;
+    public static final long CAPACITY_OFFSET = 32;
+    public static final long MAX_MESSAGE_OFFSET = 36;
+    public static final long CELL_LENGTH_OFFSET = 40;
+    public static final long PARTICIPANT_CAPACITY_OFFSET = 44;
+    public static final long CLOSED_OFFSET = 48;
+    public static final long OFFERED_BY_DEPARTED_OFFSET = 64;
+    public static final long TAKEN_BY_DEPARTED_OFFSET = 72;
+    public static final long REJECTED_OFFSET = 80;
+    public static final long TAIL_OFFSET = 128;
+    public static final long HEAD_OFFSET = 256;
+    public static final long NOT_EMPTY_SEQ_OFFSET = 384;
+    public static final long CONSUMERS_SLEEPING_OFFSET = 388;
+    public static final long NOT_FULL_SEQ_OFFSET = 512;
+    public static final long PRODUCERS_SLEEPING_OFFSET = 516;
+    public static final int HEADER_LENGTH = 640;
+
+    public static final int PARTICIPANT_LENGTH = 64;
+    public static final long PARTICIPANT_IDENTITY = 0;
+    public static final long PARTICIPANT_ROLE = 8;
+    public static final long PARTICIPANT_OFFERED = 16;
+    public static final long PARTICIPANT_TAKEN = 24;
+    public static final long PARTICIPANT_CONSUMERS_SLEEPING = 32;
+    public static final long PARTICIPANT_PRODUCERS_SLEEPING = 36;
+    public static final int ROLE_PRODUCER = 1;
+    public static final int ROLE_CONSUMER = 2;
+
+    public static final long CELL_WORD = 0;
+    public static final long CELL_LENGTH_FIELD = 8;
+    public static final long CELL_PAYLOAD = 16;
+    public static final int CELL_ALIGNMENT = 64;
+
+    public static final int FREE = 0;
+    public static final int WRITING = 1;
+    public static final int FULL = 2;
+    public static final int READING = 3;
+
+    public static final int MAX_CAPACITY = 1 << 20;
+    public static final int MAX_MESSAGE_BYTES = 1 << 16;
+    public static final int DEFAULT_MAX_MESSAGE_BYTES = 512;
+    public static final int MAX_PARTICIPANTS = 1 << 16;
+    public static final int DEFAULT_PARTICIPANTS = 128;
+
+    static final int POSITION_BITS = 46;
+    static final long POSITION_MASK = (1L << POSITION_BITS) - 1;
+    private static final int STATE_SHIFT = POSITION_BITS;
+    private static final int CLAIMANT_SHIFT = POSITION_BITS + 2;
+
+    private static final int PID_BITS = 22;
+    private static final long PID_MASK = (1L << PID_BITS) - 1;
+    private static final long MAX_START_TICKS = (1L << 41) - 1;
+    private static final long RECLAIM_MARK = 1L << 63;
+
+    /** Atomic access to 64-bit words of the file. */
+    static final VarHandle LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
+    /** Atomic access to 32-bit words of the file (futex words are 32-bit). */
+    static final VarHandle INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
+    static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private ShmQueueLayout() {
+    }
+
+    /** The geometry a header describes; {@link #read} refuses any that cannot be right. */
+    record Geometry(int capacity, int maxMessageBytes, int cellLength, int participantCapacity) {
+
+        static Geometry of(int capacity, int maxMessageBytes, int participantCapacity) {
+            if (capacity < 1 || capacity > MAX_CAPACITY) {
+                throw new IllegalArgumentException("queue capacity must be in 1.." + MAX_CAPACITY + ": " + capacity);
+            }
+            if (maxMessageBytes < 1 || maxMessageBytes > MAX_MESSAGE_BYTES) {
+                throw new IllegalArgumentException("maximum message size must be in 1.." + MAX_MESSAGE_BYTES
+                        + " bytes: " + maxMessageBytes);
+            }
+            if (participantCapacity < 1 || participantCapacity > MAX_PARTICIPANTS) {
+                throw new IllegalArgumentException("participant capacity must be in 1.." + MAX_PARTICIPANTS + ": "
+                        + participantCapacity);
+            }
+            return new Geometry(capacity, maxMessageBytes, ShmQueueLayout.cellLength(maxMessageBytes), participantCapacity);
+        }
+
+        long participantOffset(int index) {
+            return HEADER_LENGTH + (long) index * PARTICIPANT_LENGTH;
+        }
+
+        long cellsOffset() {
+            return HEADER_LENGTH + (long) participantCapacity * PARTICIPANT_LENGTH;
+        }
+
+        long cellOffset(int index) {
+            return cellsOffset() + (long) index * cellLength;
+        }
+
+        long fileLength() {
+            return cellsOffset() + (long) capacity * cellLength;
+        }
+
+        /**
+         * Reads and checks the header of a file of {@code fileSize} bytes; anything that does
+         * not describe a queue this code can serve is refused before any other field is used.
+         */
+        static Geometry read(MemorySegment mem, long fileSize, String file) {
+            if (fileSize < HEADER_LENGTH) {
+                throw new InvalidDataException(file + " is truncated: " + fileSize + " bytes, a queue header alone is "
+                        + HEADER_LENGTH);
+            }
+            long magic = (long) LONG.getAcquire(mem, MAGIC_OFFSET);
+            if (magic != MAGIC) {
+                throw new InvalidDataException(file + " is not a refshare queue (magic 0x" + Long.toHexString(magic)
+                        + ", expected 0x" + Long.toHexString(MAGIC) + ")");
+            }
+            int version = mem.get(LE_INT, VERSION_OFFSET);
+            if (version != VERSION) {
+                throw new InvalidDataException(file + " has queue layout version " + version
+                        + "; this refshare reads version " + VERSION);
+            }
+            int headerLength = mem.get(LE_INT, HEADER_LENGTH_OFFSET);
+            int capacity = mem.get(LE_INT, CAPACITY_OFFSET);
+            int maxMessage = mem.get(LE_INT, MAX_MESSAGE_OFFSET);
+            int cellLength = mem.get(LE_INT, CELL_LENGTH_OFFSET);
+            int participants = mem.get(LE_INT, PARTICIPANT_CAPACITY_OFFSET);
+            if (headerLength != HEADER_LENGTH || capacity < 1 || capacity > MAX_CAPACITY || maxMessage < 1
+                    || maxMessage > MAX_MESSAGE_BYTES || participants < 1 || participants > MAX_PARTICIPANTS
+                    || cellLength != ShmQueueLayout.cellLength(maxMessage)) {
+                throw new InvalidDataException(file + " has a corrupt queue header: header length " + headerLength
+                        + ", capacity " + capacity + ", max message " + maxMessage + " bytes, cell length "
+                        + cellLength + ", " + participants + " participant entries");
+            }
+            Geometry g = new Geometry(capacity, maxMessage, cellLength, participants);
+            if (fileSize < g.fileLength()) {
+                throw new InvalidDataException(file + " is truncated: " + fileSize + " bytes, its header describes "
+                        + g.fileLength());
+            }
+            long ownerPid = mem.get(LE_LONG, OWNER_PID_OFFSET);
+            long ownerStart = mem.get(LE_LONG, OWNER_START_OFFSET);
+            if (ownerPid <= 0 || ownerPid > PID_MASK || ownerStart < 0) {
+                throw new InvalidDataException(file + " names an impossible owner: pid " + ownerPid + ", start ticks "
+                        + ownerStart);
+            }
+            return g;
+        }
+
+        /**
+         * Writes a fresh header and cells for positions starting at {@code firstPosition}
+         * (0 for every real queue; tests start near the 2^46 wrap). The magic goes last,
+         * so a reader never accepts a half-written header.
+         */
+        void initialize(MemorySegment mem, ProcessIdentity owner, long firstPosition) {
+            mem.set(LE_INT, VERSION_OFFSET, VERSION);
+            mem.set(LE_INT, HEADER_LENGTH_OFFSET, HEADER_LENGTH);
+            mem.set(LE_LONG, OWNER_PID_OFFSET, owner.pid());
+            mem.set(LE_LONG, OWNER_START_OFFSET, owner.startTicks());
+            mem.set(LE_INT, CAPACITY_OFFSET, capacity);
+            mem.set(LE_INT, MAX_MESSAGE_OFFSET, maxMessageBytes);
+            mem.set(LE_INT, CELL_LENGTH_OFFSET, cellLength);
+            mem.set(LE_INT, PARTICIPANT_CAPACITY_OFFSET, participantCapacity);
+            mem.set(LE_LONG, TAIL_OFFSET, firstPosition);
+            mem.set(LE_LONG, HEAD_OFFSET, firstPosition);
+            for (int c = 0; c < capacity; c++) {
+                long position = firstPosition + Math.floorMod(c - firstPosition, (long) capacity);
+                mem.set(LE_LONG, cellOffset(c) + CELL_WORD, free(position));
+            }
+            LONG.setRelease(mem, MAGIC_OFFSET, MAGIC);
+        }
+    }
+
+    /** Bytes of one cell: word, length, reserved, payload, rounded up to a cache line. */
+    public static int cellLength(int maxMessageBytes) {
+        int raw = (int) CELL_PAYLOAD + maxMessageBytes;
+        return (raw + CELL_ALIGNMENT - 1) / CELL_ALIGNMENT * CELL_ALIGNMENT;
+    }
+
+    static long free(long position) {
+        return position & POSITION_MASK;
+    }
+
+    static long writing(long position, int claimant) {
+        return (position & POSITION_MASK) | ((long) WRITING << STATE_SHIFT) | ((long) claimant << CLAIMANT_SHIFT);
+    }
+
+    static long full(long position) {
+        return (position & POSITION_MASK) | ((long) FULL << STATE_SHIFT);
+    }
+
+    static long reading(long position, int claimant) {
+        return (position & POSITION_MASK) | ((long) READING << STATE_SHIFT) | ((long) claimant << CLAIMANT_SHIFT);
+    }
+
+    static int state(long word) {
+        return (int) (word >>> STATE_SHIFT) & 3;
+    }
+
+    static int claimant(long word) {
+        return (int) (word >>> CLAIMANT_SHIFT);
+    }
+
+    /** The position a cell word is about, modulo 2^46. */
+    static long position(long word) {
+        return word & POSITION_MASK;
+    }
+
+    /**
+     * Signed distance from {@code position} to the position in {@code word}, modulo 2^46:
+     * negative when the cell still serves an earlier position, positive when a later one.
+     */
+    static long distance(long word, long position) {
+        return ((word - position) << (64 - POSITION_BITS)) >> (64 - POSITION_BITS);
+    }
+
+    /** A process identity in one word, so a table entry is claimed and read atomically. */
+    static long packIdentity(ProcessIdentity id) {
+        if (id.pid() > PID_MASK || id.startTicks() < 0 || id.startTicks() > MAX_START_TICKS) {
+            throw new RefshareException("cannot record " + id + " in a queue: pid above 2^22 or start ticks above 2^41");
+        }
+        return id.pid() | (id.startTicks() << PID_BITS);
+    }
+
+    /** The identity of a table entry word, the reclaim mark removed. */
+    static ProcessIdentity unpackIdentity(long word) {
+        return new ProcessIdentity(word & PID_MASK, (word >>> PID_BITS) & MAX_START_TICKS);
+    }
+
+    /** The entry word by which {@code packedReclaimer} announces it is folding a dead entry. */
+    static long reclaimMark(long packedReclaimer) {
+        return packedReclaimer | RECLAIM_MARK;
+    }
+
+    static boolean isReclaimMark(long entryWord) {
+        return (entryWord & RECLAIM_MARK) != 0;
+    }
+
+    static long withoutReclaimMark(long entryWord) {
+        return entryWord & ~RECLAIM_MARK;
+    }
+}

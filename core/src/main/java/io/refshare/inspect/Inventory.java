@@ -1,0 +1,121 @@
+package io.refshare.inspect;
+
+import io.refshare.channel.QueueStats;
+import io.refshare.channel.ShmQueue;
+import io.refshare.counter.CounterFile;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmKind;
+import io.refshare.share.StatusFile;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * Every refshare file in a directory, with its owner and what it holds. Read-only: files
+ * are read or mapped to look, never changed. Files whose names are not ours are ignored;
+ * a file of ours that cannot be read is listed with the reason.
+ */
+public final class Inventory {
+
+    /** One file: {@code owner} is null when its header could not be read. */
+    public record Entry(String name, ShmKind kind, long size, ProcessIdentity owner, boolean ownerAlive,
+                        String details) {
+    }
+
+    private Inventory() {
+    }
+
+    public static List<Entry> list(ShmDirectory dir) throws IOException {
+        List<Entry> entries = new ArrayList<>();
+        try (Stream<Path> files = Files.list(dir.path())) {
+            for (Path p : files.sorted().toList()) {
+                String name = p.getFileName().toString();
+                ShmKind kind = dir.kindOf(name);
+                if (kind == null || !Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
+                    continue;
+                }
+                entries.add(describe(dir, p, name, kind));
+            }
+        }
+        return entries;
+    }
+
+    private static Entry describe(ShmDirectory dir, Path p, String name, ShmKind kind) {
+        long size;
+        try {
+            size = Files.size(p);
+        } catch (IOException e) {
+            return new Entry(name, kind, -1, null, false, "vanished");
+        }
+        ProcessIdentity owner;
+        try {
+            owner = FileHeader.read(p).owner();
+        } catch (IOException | RuntimeException e) {
+            return new Entry(name, kind, size, null, false, "unreadable header: " + e.getMessage());
+        }
+        String details;
+        try {
+            details = switch (kind) {
+                case COUNTERS -> counters(dir, name);
+                case QUEUE -> queue(dir, name);
+                case STATUS -> status(dir, name);
+                case SEGMENT -> "shared memory";
+                case HOLDER -> "";
+            };
+        } catch (RuntimeException e) {
+            details = "unreadable: " + e.getMessage();
+        }
+        return new Entry(name, kind, size, owner, owner.isAlive(), details);
+    }
+
+    private static String counters(ShmDirectory dir, String name) {
+        try (CounterFile f = CounterFile.open(dir, name)) {
+            int holders = 0;
+            for (int i = 0; i < f.peerCapacity(); i++) {
+                if (f.peerOrNull(i) != null) {
+                    holders++;
+                }
+            }
+            return f.live() + " live counts, " + f.handedOut() + "/" + f.slotCapacity() + " handed out"
+                    + (f.isRetired() ? " (retired)" : "") + ", " + f.releases() + " released, " + holders
+                    + " holder process" + (holders == 1 ? "" : "es");
+        }
+    }
+
+    private static String queue(ShmDirectory dir, String name) {
+        QueueStats s = ShmQueue.inspect(dir, name);
+        return s.size() + "/" + s.capacity() + " queued, " + s.offered() + " put, " + s.taken() + " taken, "
+                + s.participants().size() + " participants" + (s.closed() ? ", closed" : "");
+    }
+
+    private static String status(ShmDirectory dir, String name) {
+        StatusFile.Snapshot s = StatusFile.read(dir, name);
+        return "limbo " + s.get(StatusFile.Field.LIMBO_BLOCKS) + " blocks / " + bytes(s.get(StatusFile.Field.LIMBO_BYTES))
+                + ", " + s.get(StatusFile.Field.BLOCKS_IN_USE) + " blocks in use in " + s.get(StatusFile.Field.SEGMENTS)
+                + " segments (" + bytes(s.get(StatusFile.Field.SEGMENT_BYTES)) + "), shared "
+                + s.get(StatusFile.Field.SHARED) + ", received " + s.get(StatusFile.Field.RECEIVED) + ", mapped "
+                + s.get(StatusFile.Field.MAPPED_SEGMENTS) + " segments of others";
+    }
+
+    /** 1536 -> "1.5 KiB". */
+    public static String bytes(long n) {
+        if (n < 1024) {
+            return n + " B";
+        }
+        String[] units = {"KiB", "MiB", "GiB", "TiB"};
+        double v = n;
+        int u = -1;
+        while (v >= 1024 && u < units.length - 1) {
+            v /= 1024;
+            u++;
+        }
+        return String.format(java.util.Locale.ROOT, "%.1f %s", v, units[u]);
+    }
+}

@@ -1,0 +1,321 @@
+package io.refshare.channel;
+
+import io.refshare.RefshareException;
+import io.refshare.channel.ShmQueueLayout.Geometry;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ExecutionException;
+
+import static java.util.concurrent.TimeUnit.MILLISECONDS;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.junit.jupiter.api.Assertions.*;
+
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ShmQueueTest {
+    private ShmTestDirectory shm;
+    private ShmDirectory dir;
+    private ExecutorService threads;
+
+    @BeforeEach
+    void setUp() throws Exception {
+        shm = new ShmTestDirectory();
+        dir = shm.directory();
+        threads = Executors.newCachedThreadPool();
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        threads.shutdownNow();
+        assertTrue(threads.awaitTermination(10, SECONDS), "test threads still running");
+        try {
+            assertEquals(0, shm.fileCount(), "queue files left behind");
+        } finally {
+            shm.close();
+        }
+    }
+
+    @Test
+    void messagesComeOutInOrderAcrossManyLaps() {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 64)) {
+            long next = 0;
+            for (long sent = 0; sent < 300; ) {
+                for (int i = 0; i < 3; i++) {
+                    assertTrue(q.offer(TestMessages.encode(1, sent++)));
+                }
+                for (int i = 0; i < 3; i++) {
+                    byte[] m = TestMessages.check(q.poll());
+                    assertEquals(next++, TestMessages.sequence(m));
+                }
+            }
+            assertNull(q.poll());
+        }
+    }
+
+    @Test
+    void emptyAndLargestMessagesPassAndLargerOnesAreRefused() {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 100)) {
+            byte[] largest = new byte[100];
+            largest[99] = 42;
+            assertTrue(q.offer(new byte[0]));
+            assertTrue(q.offer(largest));
+            assertArrayEquals(new byte[0], q.poll());
+            assertArrayEquals(largest, q.poll());
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> q.offer(new byte[101]));
+            assertTrue(e.getMessage().contains("101 bytes exceeds"), e.getMessage());
+            assertThrows(NullPointerException.class, () -> q.offer(null));
+        }
+    }
+
+    @Test
+    void aFullQueueRefusesUntilAConsumerMakesRoom() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 32)) {
+            assertTrue(q.offer(new byte[] {1}));
+            assertTrue(q.offer(new byte[] {2}));
+            assertFalse(q.offer(new byte[] {3}));
+            assertFalse(q.offer(new byte[] {3}, 20, MILLISECONDS), "still full after the timeout");
+            assertEquals(2, q.stats().size());
+            assertArrayEquals(new byte[] {1}, q.poll());
+            assertTrue(q.offer(new byte[] {3}, 0, SECONDS));
+            assertArrayEquals(new byte[] {2}, q.poll());
+            assertArrayEquals(new byte[] {3}, q.poll());
+        }
+    }
+
+    @Test
+    void pollOnAnEmptyQueueReturnsNullAfterItsTimeout() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 2)) {
+            assertNull(q.poll());
+            assertNull(q.poll(0, SECONDS));
+            assertNull(q.poll(20, MILLISECONDS));
+        }
+    }
+
+    @Test
+    void aSleepingConsumerIsWokenByAnOffer() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            Future<byte[]> taken = threads.submit(() -> q.poll(30, SECONDS));
+            view.awaitSleepingConsumer();
+            assertTrue(q.offer(new byte[] {9}));
+            assertArrayEquals(new byte[] {9}, taken.get());
+            assertEquals(0, view.consumersSleeping());
+        }
+    }
+
+    @Test
+    void aSleepingProducerIsWokenByAPoll() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 1, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            assertTrue(q.offer(new byte[] {1}));
+            Future<Boolean> offered = threads.submit(() -> q.offer(new byte[] {2}, 30, SECONDS));
+            view.awaitSleepingProducer();
+            assertArrayEquals(new byte[] {1}, q.poll());
+            assertTrue(offered.get());
+            assertArrayEquals(new byte[] {2}, q.poll());
+            assertEquals(0, view.producersSleeping());
+        }
+    }
+
+    @Test
+    void anInterruptedWaiterLeavesWithInterruptedException() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 2); QueueFileView view = new QueueFileView(dir, q.name())) {
+            Future<byte[]> taken = threads.submit(() -> q.poll(30, SECONDS));
+            view.awaitSleepingConsumer();
+            taken.cancel(true);
+            while (view.consumersSleeping() != 0) {
+                Thread.sleep(1);
+            }
+            Thread.currentThread().interrupt();
+            assertThrows(InterruptedException.class, () -> q.poll(1, SECONDS));
+            assertFalse(Thread.interrupted());
+        }
+    }
+
+    @Test
+    void markClosedStopsOffersLetsConsumersDrainThenReportsClosed() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 32)) {
+            assertTrue(q.offer(new byte[] {1}));
+            assertTrue(q.offer(new byte[] {2}));
+            assertFalse(q.isClosed());
+            q.markClosed();
+            q.markClosed();
+            assertTrue(q.isClosed());
+            QueueClosedException e = assertThrows(QueueClosedException.class, () -> q.offer(new byte[] {3}));
+            assertTrue(e.getMessage().contains("accepts no more"), e.getMessage());
+            assertThrows(QueueClosedException.class, () -> q.offer(new byte[] {3}, 1, SECONDS));
+            assertArrayEquals(new byte[] {1}, q.poll(1, SECONDS));
+            assertArrayEquals(new byte[] {2}, q.poll());
+            e = assertThrows(QueueClosedException.class, () -> q.poll(1, SECONDS));
+            assertTrue(e.getMessage().contains("closed and empty"), e.getMessage());
+            assertThrows(QueueClosedException.class, q::poll);
+            assertTrue(q.stats().closed());
+        }
+    }
+
+    @Test
+    void markClosedWakesSleepingConsumersAndProducers() throws Exception {
+        try (ShmQueue consumerSide = ShmQueue.create(dir, 1, 32);
+                ShmQueue producerSide = ShmQueue.open(dir, consumerSide.name());
+                QueueFileView view = new QueueFileView(dir, consumerSide.name())) {
+            Future<byte[]> taken = threads.submit(() -> consumerSide.poll(60, SECONDS));
+            view.awaitSleepingConsumer();
+            assertTrue(producerSide.offer(new byte[] {1}));
+            assertArrayEquals(new byte[] {1}, taken.get());
+
+            assertTrue(producerSide.offer(new byte[] {2}));
+            Future<Boolean> blockedOffer = threads.submit(() -> producerSide.offer(new byte[] {3}, 60, SECONDS));
+            view.awaitSleepingProducer();
+            consumerSide.markClosed();
+            ExecutionException e = assertThrows(ExecutionException.class, blockedOffer::get);
+            assertInstanceOf(QueueClosedException.class, e.getCause());
+
+            assertArrayEquals(new byte[] {2}, consumerSide.poll());
+            Future<byte[]> afterClose = threads.submit(() -> consumerSide.poll(60, SECONDS));
+            e = assertThrows(ExecutionException.class, afterClose::get);
+            assertInstanceOf(QueueClosedException.class, e.getCause());
+        }
+    }
+
+    @Test
+    void drainRemovesWhatIsLeftInOrder() {
+        try (ShmQueue q = ShmQueue.create(dir, 8, 32)) {
+            for (int i = 0; i < 5; i++) {
+                assertTrue(q.offer(new byte[] {(byte) i}));
+            }
+            assertArrayEquals(new byte[] {0}, q.poll());
+            List<byte[]> drained = new ArrayList<>();
+            assertEquals(4, q.drain(drained::add));
+            for (int i = 0; i < 4; i++) {
+                assertArrayEquals(new byte[] {(byte) (i + 1)}, drained.get(i));
+            }
+            assertEquals(0, q.drain(drained::add));
+            assertNull(q.poll());
+
+            assertTrue(q.offer(new byte[] {7}));
+            q.markClosed();
+            drained.clear();
+            assertEquals(1, q.drain(drained::add));
+            assertArrayEquals(new byte[] {7}, drained.get(0));
+            assertThrows(QueueClosedException.class, q::poll);
+            QueueStats stats = q.stats();
+            assertEquals(6, stats.offered());
+            assertEquals(6, stats.taken());
+            assertEquals(0, stats.size());
+        }
+    }
+
+    @Test
+    void closingAHandleFailsItsOwnWaitersAndLaterCalls() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            ShmQueue other = ShmQueue.open(dir, q.name());
+            Future<byte[]> taken = threads.submit(() -> other.poll(60, SECONDS));
+            view.awaitSleepingConsumer();
+            other.close();
+            ExecutionException e = assertThrows(ExecutionException.class, taken::get);
+            assertInstanceOf(QueueClosedException.class, e.getCause());
+            assertTrue(e.getCause().getMessage().contains("closed its handle"), e.getCause().getMessage());
+            assertThrows(QueueClosedException.class, () -> other.offer(new byte[1]));
+            assertThrows(QueueClosedException.class, other::stats);
+            other.close(); // idempotent
+            assertFalse(q.isClosed(), "an attached handle's close does not close the queue");
+            assertEquals(1, q.stats().participants().size());
+            assertTrue(q.offer(new byte[] {5}));
+            assertArrayEquals(new byte[] {5}, q.poll());
+        }
+    }
+
+    @Test
+    void theCreatorsCloseMarksClosedAndUnlinksWhileAttachedHandlesDrain() throws Exception {
+        ShmQueue creator = ShmQueue.create(dir, 4, 32);
+        String name = creator.name();
+        try (ShmQueue attached = ShmQueue.open(dir, name)) {
+            assertTrue(creator.offer(new byte[] {1}));
+            creator.close();
+            assertFalse(Files.exists(shm.path().resolve(name)));
+            assertTrue(attached.isClosed());
+            assertArrayEquals(new byte[] {1}, attached.poll(1, SECONDS));
+            assertThrows(QueueClosedException.class, () -> attached.poll(1, SECONDS));
+            RefshareException e = assertThrows(RefshareException.class, () -> ShmQueue.open(dir, name));
+            assertTrue(e.getMessage().contains("no longer exists"), e.getMessage());
+        }
+    }
+
+    @Test
+    void statsCountPerParticipantAndKeepTheCountsOfDepartedOnes() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 8, 32)) {
+            ProcessIdentity me = ProcessIdentity.current();
+            assertEquals(me, q.owner());
+            try (ShmQueue producer = ShmQueue.open(dir, q.name())) {
+                for (int i = 0; i < 3; i++) {
+                    assertTrue(producer.offer(new byte[] {(byte) i}));
+                }
+                assertNotNull(q.poll());
+                QueueStats stats = q.stats();
+                assertEquals(8, stats.capacity());
+                assertEquals(32, stats.maxMessageBytes());
+                assertEquals(2, stats.size());
+                assertEquals(3, stats.offered());
+                assertEquals(1, stats.taken());
+                assertEquals(0, stats.rejected());
+                assertFalse(stats.closed());
+                assertEquals(me, stats.owner());
+                assertEquals(2, stats.participants().size());
+                QueueParticipant consumer = stats.participants().get(0);
+                QueueParticipant producing = stats.participants().get(1);
+                assertEquals(me, consumer.process());
+                assertTrue(consumer.consumer());
+                assertFalse(consumer.producer());
+                assertEquals(1, consumer.taken());
+                assertTrue(producing.producer());
+                assertFalse(producing.consumer());
+                assertEquals(3, producing.offered());
+            }
+            QueueStats after = ShmQueue.inspect(dir, q.name());
+            assertEquals(1, after.participants().size(), "inspect does not attach, the producer detached");
+            assertEquals(3, after.offered(), "a departed participant's counts stay in the totals");
+            assertEquals(1, after.taken());
+        }
+    }
+
+    @Test
+    void theParticipantTableBoundsTheNumberOfOpenHandles() {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 16, 2)) {
+            ShmQueue second = ShmQueue.open(dir, q.name());
+            RefshareException e = assertThrows(RefshareException.class, () -> ShmQueue.open(dir, q.name()));
+            assertTrue(e.getMessage().contains("all 2 participant entries"), e.getMessage());
+            second.close();
+            ShmQueue.open(dir, q.name()).close();
+        }
+    }
+
+    @Test
+    void positionsWrapAroundTheCellWordRangeWithAnyCapacity() {
+        long nearWrap = ShmQueueLayout.POSITION_MASK - 10;
+        try (ShmQueue q = ShmQueue.createStartingAt(dir, Geometry.of(3, 64, 4), nearWrap)) {
+            long next = 0;
+            for (long sent = 0; sent < 60; ) {
+                for (int i = 0; i < 3; i++) {
+                    assertTrue(q.offer(TestMessages.encode(2, sent++)));
+                }
+                assertFalse(q.offer(new byte[1]), "three of three cells are full");
+                assertEquals(next++, TestMessages.sequence(q.poll()));
+                assertTrue(q.offer(TestMessages.encode(2, sent++)));
+                for (int i = 0; i < 3; i++) {
+                    assertEquals(next++, TestMessages.sequence(q.poll()));
+                }
+            }
+            assertNull(q.poll());
+            assertEquals(60, q.stats().taken());
+        }
+    }
+}
