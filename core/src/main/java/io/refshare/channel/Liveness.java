@@ -19,10 +19,11 @@ final class Liveness {
 
     private final ConcurrentHashMap<Long, Long> aliveUntil = new ConcurrentHashMap<>();
 
-    boolean isDead(long packedIdentity) {
+    /** {@code fresh}: ignore a cached "alive", for a verdict that must be up to date. */
+    boolean isDead(long packedIdentity, boolean fresh) {
         long now = System.nanoTime();
         Long until = aliveUntil.get(packedIdentity);
-        if (until != null && now - until < 0) {
+        if (!fresh && until != null && now - until < 0) {
             return false;
         }
         ProcessIdentity id = ShmQueueLayout.unpackIdentity(packedIdentity);

@@ -71,8 +71,9 @@ final class Recovery {
     /**
      * One pass over the table and, if it names a dead participant, over the cells.
      * Returns the cell adopted for a consumer ({@code self} is its entry), or null.
+     * {@code fresh}: ask /proc now rather than trust a recent "alive".
      */
-    Adopted sweep(Role role, int self) {
+    Adopted sweep(Role role, int self, boolean fresh) {
         int n = participants.capacity();
         long[] dead = null; // the identity word judged dead, per entry; 0 = not dead
         boolean deadClaimants = false;
@@ -84,10 +85,10 @@ final class Recovery {
             if (isReclaimMark(word)) {
                 // cells were repaired before the mark was set; only the folding was left undone
                 long reclaimer = withoutReclaimMark(word);
-                if (reclaimer != me && liveness.isDead(reclaimer)) {
+                if (reclaimer != me && liveness.isDead(reclaimer, fresh)) {
                     dead = note(dead, n, i, word);
                 }
-            } else if (liveness.isDead(word)) {
+            } else if (liveness.isDead(word, fresh)) {
                 dead = note(dead, n, i, word);
                 deadClaimants = true;
             }
@@ -124,6 +125,7 @@ final class Recovery {
                 long p = position(word);
                 if (state == WRITING) {
                     if (LONG.compareAndSet(mem, cell + CELL_WORD, word, free(p + capacity))) {
+                        System.err.println("DEBUG skipped " + p);
                         notEmpty.signal();
                         notFull.signal();
                         break;
@@ -131,10 +133,12 @@ final class Recovery {
                 } else if (role == Role.CONSUMER && adopted == null) {
                     if (LONG.compareAndSet(mem, cell + CELL_WORD, word, reading(p, self))) {
                         adopted = new Adopted(cell, p);
+                        System.err.println("DEBUG adopted " + p);
                         break;
                     }
                 } else if (((p + capacity - (long) LONG.getVolatile(mem, TAIL_OFFSET)) & POSITION_MASK) == 0) {
                     if (LONG.compareAndSet(mem, cell + CELL_WORD, word, full(p + capacity))) {
+                        System.err.println("DEBUG republished " + p);
                         notEmpty.signal();
                         break;
                     }

@@ -118,7 +118,7 @@ public final class ShmQueue implements AutoCloseable {
         this.recovery = new Recovery(mem, geometry, participants, new Liveness(), notEmpty, notFull, me);
         int index = participants.tryRegister(me);
         if (index < 0) {
-            recovery.sweep(Recovery.Role.JANITOR, -1);
+            recovery.sweep(Recovery.Role.JANITOR, -1, true);
             index = participants.tryRegister(me);
         }
         if (index < 0) {
@@ -653,6 +653,11 @@ public final class ShmQueue implements AutoCloseable {
             return null;
         }
         if (h == CLOSED) {
+            // before saying "drained", make sure no dead consumer still holds a message
+            Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
+            if (adopted != null) {
+                return deliver(adopted.cellOffset(), adopted.position());
+            }
             throw new QueueClosedException("queue " + name() + " is closed and empty");
         }
         return deliver(geometry.cellOffset(cellIndex(h)), h);
@@ -683,16 +688,17 @@ public final class ShmQueue implements AutoCloseable {
         if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_INTERVAL_NANOS)) {
             return null;
         }
-        Recovery.Adopted adopted = recovery.sweep(role, self);
+        Recovery.Adopted adopted = recovery.sweep(role, self, false);
         if (adopted != null) {
             nextSweep.set(now); // a dead consumer may have held more than one cell
         }
         return adopted;
     }
 
+    /** A sweep now, with liveness read afresh: for answers that must be final ("drained"). */
     private Recovery.Adopted sweepNow(Recovery.Role role) {
         nextSweep.set(System.nanoTime() + SWEEP_INTERVAL_NANOS);
-        return recovery.sweep(role, self);
+        return recovery.sweep(role, self, true);
     }
 
     private boolean closedFlag() {

@@ -1,10 +1,14 @@
 package io.refshare.memory;
 
+import io.refshare.InvalidDataException;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -14,12 +18,26 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * full directory is an exception at creation and never a SIGBUS later) and mapped
  * read-write into this process.
  *
+ * <p>Each file starts with a header page, so that tools can tell its owner like any other
+ * refshare file; the memory handed to the allocator follows it:
+ * <pre>
+ *   0                   8         12        16                  24                  32     4096
+ *   +-------------------+---------+---------+-------------------+-------------------+- ... -+----------- ... --+
+ *   | magic "RSSEGMT1"  | version | hdrLen  |     owner pid     | owner start ticks | (0)   | memory (size)    |
+ *   +-------------------+---------+---------+-------------------+-------------------+- ... -+----------- ... --+
+ * </pre>
+ * (the common {@link io.refshare.shm.FileHeader}); a page keeps the memory page-aligned.
+ *
  * <p>By default a new segment is also pre-faulted ({@link MemorySegment#load()}): the page
  * faults are paid once here, when the allocator grows, instead of on the first write of
  * every block later carved from it. Since the allocator caches segments, that cost is not
  * paid again on reuse.
  */
 public final class HostBackend implements SegmentBackend {
+    public static final long MAGIC = 0x31544D4745535352L; // "RSSEGMT1"
+    public static final int VERSION = 1;
+    public static final int HEADER_BYTES = 4096;
+
     private final ShmDirectory directory;
     private final boolean prefault;
 
@@ -39,7 +57,11 @@ public final class HostBackend implements SegmentBackend {
 
     @Override
     public Segment create(long bytes) {
-        ShmFile file = directory.create(ShmKind.SEGMENT, bytes);
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("segment size must be positive: " + bytes);
+        }
+        ShmFile file = directory.create(ShmKind.SEGMENT, Math.addExact(HEADER_BYTES, bytes));
+        writeHeader(file.segment());
         if (prefault) {
             try {
                 file.segment().load();
@@ -50,6 +72,23 @@ public final class HostBackend implements SegmentBackend {
             }
         }
         return new HostSegment(this, file);
+    }
+
+    private static void writeHeader(MemorySegment m) {
+        ProcessIdentity me = ProcessIdentity.current();
+        m.set(ValueLayout.JAVA_INT, FileHeader.VERSION_OFFSET, VERSION);
+        m.set(ValueLayout.JAVA_INT, FileHeader.HEADER_LENGTH_OFFSET, HEADER_BYTES);
+        m.set(ValueLayout.JAVA_LONG, FileHeader.OWNER_PID_OFFSET, me.pid());
+        m.set(ValueLayout.JAVA_LONG, FileHeader.OWNER_START_OFFSET, me.startTicks());
+        ValueLayout.JAVA_LONG.varHandle().setRelease(m, FileHeader.MAGIC_OFFSET, MAGIC);
+    }
+
+    /** Checks the header of a segment file a consumer mapped by a name from outside. */
+    public static void checkHeader(MemorySegment file, String name) {
+        if (file.byteSize() < HEADER_BYTES || file.get(ValueLayout.JAVA_LONG, FileHeader.MAGIC_OFFSET) != MAGIC
+                || file.get(ValueLayout.JAVA_INT, FileHeader.VERSION_OFFSET) != VERSION) {
+            throw new InvalidDataException("segment " + name + " is not a refshare host segment of version " + VERSION);
+        }
     }
 
     @Override
@@ -85,12 +124,17 @@ public final class HostBackend implements SegmentBackend {
 
         @Override
         public long size() {
-            return file.size();
+            return file.size() - HEADER_BYTES;
+        }
+
+        @Override
+        public long exportOffset() {
+            return HEADER_BYTES;
         }
 
         @Override
         public MemorySegment memory() {
-            return file.segment();
+            return file.segment().asSlice(HEADER_BYTES);
         }
 
         void release() {

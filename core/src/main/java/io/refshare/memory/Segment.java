@@ -19,8 +19,20 @@ public interface Segment {
     /** What a consumer needs to open this segment: the shm file name, or a CUDA export handle. */
     String name();
 
-    /** Size in bytes, as created (at least what was asked for). */
+    /** Size in bytes of {@link #memory()}, as created (at least what was asked for). */
     long size();
+
+    /**
+     * Where {@link #memory()} starts within what a consumer opens: a host segment file begins
+     * with a header page ({@link HostBackend#HEADER_BYTES}), device memory has none. Offsets
+     * that travel in descriptors are counted from the start of the file, so they include it.
+     */
+    long exportOffset();
+
+    /** Size of what a consumer opens: {@code exportOffset() + size()}. */
+    default long exportSize() {
+        return exportOffset() + size();
+    }
 
     /**
      * The segment's bytes, mapped into this process.

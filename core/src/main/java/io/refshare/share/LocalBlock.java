@@ -30,12 +30,12 @@ public final class LocalBlock extends Storage {
 
     @Override
     long segmentSize() {
-        return block.segment().size();
+        return block.segment().exportSize();
     }
 
     @Override
     long segmentOffset() {
-        return block.offset();
+        return block.segment().exportOffset() + block.offset();
     }
 
     @Override

@@ -2,6 +2,7 @@ package io.refshare.share;
 
 import io.refshare.InvalidDataException;
 import io.refshare.counter.CounterFile;
+import io.refshare.memory.HostBackend;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -65,14 +66,22 @@ final class ReceiveCache {
     }
 
     /** The segment of this name, mapped once, with one more user. */
-    synchronized Mapping mapSegment(String name, long expectedSize) {
+    synchronized Mapping mapSegment(String name, long expectedSize, long offset) {
+        if (offset < HostBackend.HEADER_BYTES) {
+            throw new InvalidDataException("offset " + offset + " points into the header of segment " + name);
+        }
         Mapping m = segments.get(name);
         if (m == null) {
             ShmFile f = directory.open(name, ShmKind.SEGMENT, expectedSize);
-            if (f.size() != expectedSize) {
+            try {
+                if (f.size() != expectedSize) {
+                    throw new InvalidDataException("segment " + name + " is " + f.size() + " bytes, the descriptor says "
+                            + expectedSize);
+                }
+                HostBackend.checkHeader(f.segment(), name);
+            } catch (RuntimeException e) {
                 f.close();
-                throw new InvalidDataException("segment " + name + " is " + f.size() + " bytes, the descriptor says "
-                        + expectedSize);
+                throw e;
             }
             m = new Mapping(f);
             segments.put(name, m);

@@ -126,7 +126,7 @@ public final class Sharing implements AutoCloseable {
                         + counters + " belongs to " + counters.owner());
             }
             // everything is checked and mapped before the token is taken: a rejected message costs no count
-            mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize());
+            mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
             if (!counters.claim(d.slot())) {
                 throw new RefshareException("message already received or returned: token " + d.slot() + " of "
                         + counters + " is " + stateName(counters.state(d.slot())));

@@ -1,5 +1,7 @@
 package io.refshare.memory;
 
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmKind;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -32,11 +34,14 @@ class HostBackendTest {
         assertEquals(ShmKind.SEGMENT, dir.directory().kindOf(segment.name()));
         Path file = dir.directory().resolve(segment.name(), ShmKind.SEGMENT);
         assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(file)));
-        assertEquals(2 << 20, Files.size(file));
+        assertEquals(HostBackend.HEADER_BYTES + (2 << 20), Files.size(file), "a header page, then the memory");
+        assertEquals(ProcessIdentity.current(), FileHeader.read(file).owner(), "the header names the owner");
 
         segment.memory().set(ValueLayout.JAVA_LONG, 4096, 0x1234_5678_9abc_def0L);
-        try (var consumer = dir.directory().open(segment.name(), ShmKind.SEGMENT, segment.size())) {
-            assertEquals(0x1234_5678_9abc_def0L, consumer.segment().get(ValueLayout.JAVA_LONG, 4096));
+        try (var consumer = dir.directory().open(segment.name(), ShmKind.SEGMENT, segment.exportSize())) {
+            HostBackend.checkHeader(consumer.segment(), segment.name());
+            assertEquals(0x1234_5678_9abc_def0L,
+                    consumer.segment().get(ValueLayout.JAVA_LONG, segment.exportOffset() + 4096));
         }
 
         backend.free(segment);
