@@ -1,0 +1,115 @@
+package io.refshare.channel;
+
+import io.refshare.Refshare;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** Several threads putting and taking on one queue handle each, in two contexts of one JVM. */
+class ShareQueueThreadsTest {
+
+    @Test
+    void threadsPutAndTakeConcurrentlyEachMessageOnce() throws Exception {
+        int threads = 3;
+        int perThread = 5_000;
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config())) {
+            ShareQueue out = ShareQueue.create(producer, 32);
+            ShareQueue in = ShareQueue.open(consumer, out.name());
+            ConcurrentHashMap<Long, Boolean> seen = new ConcurrentHashMap<>();
+            AtomicLong bad = new AtomicLong();
+            List<Thread> workers = new ArrayList<>();
+            for (int p = 0; p < threads; p++) {
+                long base = (long) p << 32;
+                workers.add(Thread.ofPlatform().start(() -> {
+                    for (int i = 0; i < perThread; i++) {
+                        long id = base | i;
+                        try (Tensor t = producer.allocateBytes(256)) {
+                            t.data().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
+                            Patterns.fill(t.data().asSlice(8), id);
+                            out.put(t);
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(e);
+                        }
+                    }
+                }));
+            }
+            List<Thread> takers = new ArrayList<>();
+            for (int c = 0; c < threads; c++) {
+                takers.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        while (true) {
+                            try (Tensor t = in.take()) {
+                                long id = t.data().get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                                if (Patterns.firstMismatch(t.data().asSlice(8), id) >= 0
+                                        || seen.put(id, Boolean.TRUE) != null) {
+                                    bad.incrementAndGet();
+                                }
+                            }
+                        }
+                    } catch (QueueClosedException end) {
+                        // end of stream
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                }));
+            }
+            for (Thread w : workers) {
+                w.join();
+            }
+            out.endOfStream();
+            for (Thread t : takers) {
+                assertTrue(t.join(Duration.ofSeconds(60)), "taker finished");
+            }
+            assertEquals(0, bad.get(), "no message corrupt or delivered twice");
+            assertEquals(threads * perThread, seen.size(), "every message delivered");
+            in.close();
+            out.close();
+            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, producer.stats().allocator().blocksInUse());
+        }
+    }
+
+    @Test
+    void aTimedOutOfferCountsNothing() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             ShareQueue queue = ShareQueue.create(rs, 1)) {
+            try (Tensor a = rs.allocateBytes(64); Tensor b = rs.allocateBytes(64)) {
+                assertTrue(queue.offer(a, 1, TimeUnit.SECONDS));
+                assertFalse(queue.offer(b, 10, TimeUnit.MILLISECONDS), "full: backpressure");
+            }
+            assertEquals(1, rs.sharing().liveCounts(), "only the queued message is counted");
+            assertEquals(1, rs.stats().limboBlocks());
+        }
+        // closing the creator's handle with no consumer returned the queued message's count
+    }
+
+    @Test
+    void closingALoneQueueReturnsWhatItHeld() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
+            ShareQueue queue = ShareQueue.create(rs, 8);
+            for (int i = 0; i < 5; i++) {
+                try (Tensor t = rs.allocateBytes(4096)) {
+                    queue.put(t);
+                }
+            }
+            assertEquals(5, rs.stats().limboBlocks());
+            queue.close();
+            queue.close();
+            assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(5)), "undelivered messages' counts came back");
+            assertEquals(0, rs.sharing().liveCounts());
+            assertThrows(QueueClosedException.class, () -> queue.poll(1, TimeUnit.MILLISECONDS));
+        }
+    }
+}
