@@ -2,6 +2,7 @@ package io.refshare.counter;
 
 import io.refshare.InvalidDataException;
 import io.refshare.RefshareException;
+import io.refshare.shm.Libc;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -184,16 +185,41 @@ public final class CounterFile implements AutoCloseable {
     /** Releases a token this process holds. False when this process does not hold it. */
     public boolean release(int slot) {
         if (LONG.compareAndSet(mem, slotOffset(checkSlot(slot)), held(selfPeer()), (long) RELEASED)) {
-            LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
+            released();
             return true;
         }
         return false;
     }
 
+    /** Counts a release and wakes the owner's collector if it sleeps on this file. */
+    private void released() {
+        LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
+        // the getAndAdd above is a full fence: either the collector sees the new count before
+        // it sleeps (futex compares it), or we see its waiting flag here and wake it
+        if ((long) LONG.getVolatile(mem, COLLECTOR_WAITING_OFFSET) != 0) {
+            Libc.futexWake(mem.asSlice(RELEASES_OFFSET, 4), Integer.MAX_VALUE);
+        }
+    }
+
+    /**
+     * Owner's collector: sleeps until a release is recorded after {@code seen} (a value of
+     * {@link #releases()}), at most {@code timeoutNanos}. Returns at once if one already was.
+     */
+    public void awaitRelease(long seen, long timeoutNanos) {
+        LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 1L);
+        try {
+            if (releases() == seen) {
+                Libc.futexWait(mem.asSlice(RELEASES_OFFSET, 4), (int) seen, timeoutNanos);
+            }
+        } finally {
+            LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 0L);
+        }
+    }
+
     /** Returns an undelivered (IN_FLIGHT) token. False when someone already claimed or returned it. */
     public boolean cancel(int slot) {
         if (LONG.compareAndSet(mem, slotOffset(checkSlot(slot)), (long) IN_FLIGHT, (long) RELEASED)) {
-            LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
+            released();
             return true;
         }
         return false;
@@ -235,20 +261,35 @@ public final class CounterFile implements AutoCloseable {
      * so racing callers (or the holder's own release) never count one twice.
      */
     public int releaseAllHeldBy(ProcessIdentity holder) {
-        int released = 0;
+        int count = 0;
         for (int peer = 0; peer < peerCapacity; peer++) {
             if (holder.equals(peerOrNull(peer))) {
                 long word = held(peer);
                 int n = handedOut();
                 for (int s = 0; s < n; s++) {
                     if (LONG.compareAndSet(mem, slotOffset(s), word, (long) RELEASED)) {
-                        LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
-                        released++;
+                        released();
+                        count++;
                     }
                 }
             }
         }
-        return released;
+        return count;
+    }
+
+    /** The processes registered as holders in this file (alive or not). */
+    public java.util.List<ProcessIdentity> holders() {
+        java.util.List<ProcessIdentity> list = new java.util.ArrayList<>();
+        for (int peer = 0; peer < peerCapacity; peer++) {
+            if ((long) LONG.getVolatile(mem, peerOffset(peer)) == 0) {
+                break; // entries are claimed in order
+            }
+            ProcessIdentity p = peerOrNull(peer);
+            if (p != null) {
+                list.add(p);
+            }
+        }
+        return list;
     }
 
     /** The identity recorded in peer entry {@code peer}, or null when the entry is empty or being registered. */

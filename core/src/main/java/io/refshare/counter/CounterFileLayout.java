@@ -12,8 +12,10 @@ package io.refshare.counter;
  *   +---------+---------+---------+--------+-------------------+-------------------+
  *   | slotCap | peerCap |    handed out    |       flags       |     releases      |
  *   +---------+---------+------------------+-------------------+-------------------+ 64
+ *   | collector waiting |                        (0)                              |
+ *   +-------------------+-----------------------------------------------------------+ 128
  *   | peer 0: pid (8) | start ticks (8) |  peer 1 ...                 (peerCap x 16) |
- *   +--------------------------------------------------------------------------------+ 64 + 16 * peerCap
+ *   +--------------------------------------------------------------------------------+ 128 + 16 * peerCap
  *   | slot 0 (8) | slot 1 (8) | ...                                    (slotCap x 8) |
  *   +--------------------------------------------------------------------------------+
  * </pre>
@@ -23,7 +25,11 @@ package io.refshare.counter;
  *     out sequentially by increasing offset and never twice in one file).</li>
  * <li><b>flags</b>: {@link #FLAG_RETIRED} once the owner hands out no more slots from this file.</li>
  * <li><b>releases</b>: incremented by every process that releases a slot; a cheap
- *     "something changed" signal for the owner's collection, and a statistic.</li>
+ *     "something changed" signal for the owner's collection, and a statistic. Its low 32
+ *     bits are also the futex word the owner's collector sleeps on.</li>
+ * <li><b>collector waiting</b>: non-zero while the owner's collector sleeps on the releases
+ *     word; a releasing process then wakes it, so memory comes back within microseconds of
+ *     the last release, while no release pays a system call when nobody sleeps.</li>
  * <li><b>peer table</b>: processes that hold slots, each entry claimed once by a
  *     compare-and-set of its pid word from 0, then its start ticks are written. An entry
  *     whose start ticks are still 0 is being registered.</li>
@@ -56,7 +62,8 @@ public final class CounterFileLayout {
     public static final long HANDED_OUT_OFFSET = 40;
     public static final long FLAGS_OFFSET = 48;
     public static final long RELEASES_OFFSET = 56;
-    public static final int HEADER_LENGTH = 64;
+    public static final long COLLECTOR_WAITING_OFFSET = 64;
+    public static final int HEADER_LENGTH = 128;
 
     public static final int PEER_ENTRY_LENGTH = 16;
     public static final int SLOT_LENGTH = 8;

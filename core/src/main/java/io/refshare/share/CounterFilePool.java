@@ -1,6 +1,7 @@
 package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 
 import java.util.HashMap;
@@ -19,6 +20,9 @@ final class CounterFilePool {
     private final Map<CounterFile, int[]> outstanding = new HashMap<>();
     private final Map<String, CounterFile> byName = new HashMap<>();
     private CounterFile current;
+    /** The file the collector sleeps on: it must stay mapped until the collector wakes. */
+    private CounterFile pinned;
+    private boolean pinnedIsDone;
 
     CounterFilePool(ShmDirectory directory, int slotsPerFile, int peersPerFile) {
         this.directory = directory;
@@ -57,8 +61,26 @@ final class CounterFilePool {
             outstanding.remove(f);
             byName.remove(f.name());
             f.unlink();
-            f.close();
+            if (f == pinned) {
+                pinnedIsDone = true;
+            } else {
+                f.close();
+            }
         }
+    }
+
+    /** The current file, kept mapped until {@link #unpin()}; null before the first. */
+    synchronized CounterFile pinCurrent() {
+        pinned = current;
+        return current;
+    }
+
+    synchronized void unpin() {
+        if (pinnedIsDone) {
+            pinned.close();
+            pinnedIsDone = false;
+        }
+        pinned = null;
     }
 
     /** Our own counter file of this name, or null when it is not (or no longer) ours. */
@@ -73,6 +95,25 @@ final class CounterFilePool {
             live += f.live();
         }
         return live;
+    }
+
+    /**
+     * Releases every token held by a process that died (pid and start time no longer
+     * running), once per dead process; returns the tokens reclaimed.
+     */
+    synchronized int reclaimDeadHolders(java.util.Set<ProcessIdentity> knownDead) {
+        int reclaimed = 0;
+        for (CounterFile f : outstanding.keySet()) {
+            for (ProcessIdentity holder : f.holders()) {
+                if (!knownDead.contains(holder) && !holder.isAlive()) {
+                    knownDead.add(holder);
+                }
+                if (knownDead.contains(holder)) {
+                    reclaimed += f.releaseAllHeldBy(holder);
+                }
+            }
+        }
+        return reclaimed;
     }
 
     synchronized int liveFiles() {

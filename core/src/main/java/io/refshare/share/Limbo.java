@@ -17,10 +17,13 @@ import java.util.List;
  */
 final class Limbo {
     private final List<SentBlock> waiting = new ArrayList<>();
+    /** Waiting blocks plus those taken out by a collection and not yet disposed of. */
+    private int blocks;
     private long bytes;
 
     synchronized void add(SentBlock block) {
         waiting.add(block);
+        blocks++;
         bytes += block.byteSize();
     }
 
@@ -37,7 +40,6 @@ final class Limbo {
                 SentBlock b = waiting.get(i);
                 if (b.prune() == 0) {
                     free.add(b);
-                    bytes -= b.byteSize();
                 } else {
                     waiting.set(keep++, b);
                 }
@@ -45,15 +47,24 @@ final class Limbo {
             waiting.subList(keep, waiting.size()).clear();
         }
         for (SentBlock b : free) {
-            b.storage().dispose();
+            try {
+                b.storage().dispose();
+            } finally {
+                synchronized (this) {
+                    blocks--;
+                    bytes -= b.byteSize();
+                }
+            }
         }
         return free.size();
     }
 
+    /** Blocks in the limbo, counting those a collection is freeing right now. */
     synchronized int size() {
-        return waiting.size();
+        return blocks;
     }
 
+    /** Bytes of {@link #size()}. */
     synchronized long bytes() {
         return bytes;
     }

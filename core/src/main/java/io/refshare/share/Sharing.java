@@ -22,10 +22,10 @@ import java.util.concurrent.locks.LockSupport;
  * other processes into {@link ReceivedBlock}s.
  *
  * <p>The limbo is collected when the allocator finds no free block (before it grows),
- * whenever a shared block is dropped, on {@link #collect()}, and by a background
- * collector every {@value #COLLECT_PERIOD_MILLIS} ms while it is not empty, so an idle
- * producer still frees memory soon after its consumers let go. The collector also
- * publishes this process's {@link StatusFile} for {@code refshare inspect}.
+ * whenever a shared block is dropped, on {@link #collect()}, and by the background
+ * {@link Collector}, which a consumer's release wakes: an idle producer gets its memory
+ * back as soon as its consumers let go, and the references of consumers that died are
+ * reclaimed within a fraction of a second.
  */
 public final class Sharing implements AutoCloseable {
     private static final byte[] NO_EVENT = new byte[0];
@@ -41,9 +41,8 @@ public final class Sharing implements AutoCloseable {
     private final LongAdder shared = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final LongAdder collected = new LongAdder();
+    private final LongAdder reclaimed = new LongAdder();
     private volatile boolean closed;
-
-    static final long COLLECT_PERIOD_MILLIS = 10;
 
     public Sharing(ShmDirectory directory, long capacityBytes, int slotsPerFile, int peersPerFile) {
         this.directory = directory;
@@ -51,30 +50,22 @@ public final class Sharing implements AutoCloseable {
         this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile);
         this.receiveCache = new ReceiveCache(directory);
         this.status = StatusFile.create(directory);
-        this.collector = Thread.ofPlatform().daemon().name("refshare-collector").start(this::collectInBackground);
+        this.collector = Thread.ofPlatform().daemon().name("refshare-collector").start(new Collector(this));
     }
 
-    private void collectInBackground() {
-        while (!closed) {
-            LockSupport.parkNanos(COLLECT_PERIOD_MILLIS * 1_000_000);
-            if (closed) {
-                return;
-            }
-            try {
-                if (limbo.size() > 0) {
-                    collect();
-                }
-                Stats s = stats();
-                status.publish(s.limboBlocks(), s.limboBytes(), s.allocator().segments(), s.allocator().segmentBytes(),
-                        s.allocator().blocksInUse(), s.allocator().bytesInUse(), s.ownCounterFiles(), s.mappedSegments(),
-                        s.mappedCounterFiles(), s.shared(), s.received(), s.collected());
-            } catch (RuntimeException e) {
-                if (!closed) {
-                    System.getLogger(Sharing.class.getName()).log(System.Logger.Level.WARNING,
-                            "background collection failed", e);
-                }
-            }
-        }
+    void publishStatus() {
+        Stats s = stats();
+        status.publish(s.limboBlocks(), s.limboBytes(), s.allocator().segments(), s.allocator().segmentBytes(),
+                s.allocator().blocksInUse(), s.allocator().bytesInUse(), s.ownCounterFiles(), s.mappedSegments(),
+                s.mappedCounterFiles(), s.shared(), s.received(), s.collected());
+    }
+
+    void reclaimed(int references) {
+        reclaimed.add(references);
+    }
+
+    Limbo limbo() {
+        return limbo;
     }
 
     public ShmDirectory directory() {
@@ -142,6 +133,28 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
+    // ---- hook for io.refshare.holder.SharedHolder (issue 4) ----
+    /**
+     * Maps the block a descriptor names without taking its token: for holders, which keep
+     * one token per published version and count each reader's acquisition themselves. The
+     * storage holds one in-process reference; when the last one goes (and anything shared
+     * onward from it came back), the mapping is dropped and {@code onDispose} runs.
+     */
+    public ViewedBlock view(Descriptor d, Runnable onDispose) {
+        ensureOpen();
+        if (d.backend() != Backend.HOST) {
+            throw new RefshareException("this process has no " + d.backend() + " backend; cannot map " + d);
+        }
+        ReceiveCache.Mapping mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
+        try {
+            return new ViewedBlock(this, mapping, d.offset(), d.length(), onDispose);
+        } catch (RuntimeException e) {
+            receiveCache.unmapSegment(mapping);
+            throw e;
+        }
+    }
+    // ---- end of hook ----
+
     /**
      * Returns the reference of a message that will never be received (its queue closed, its
      * receiver left). False when it was already received or returned: then nothing changes.
@@ -203,14 +216,15 @@ public final class Sharing implements AutoCloseable {
     public Stats stats() {
         return new Stats(allocator.stats(), limbo.size(), limbo.bytes(), counterFiles.liveFiles(),
                 receiveCache.mappedSegments(), receiveCache.mappedCounterFiles(), shared.sum(), received.sum(),
-                collected.sum());
+                collected.sum(), reclaimed.sum());
     }
 
     /**
      * What this process holds. {@code ownCounterFiles} are the counter files it created and
      * still needs; {@code mappedSegments} and {@code mappedCounterFiles} are other
      * processes' files it has mapped to receive. {@code shared}, {@code received} and
-     * {@code collected} (blocks freed from the limbo) count since the context opened.
+     * {@code collected} (blocks freed from the limbo) and {@code reclaimed} (references of
+     * dead processes released) count since the context opened.
      */
     /**
      * References to this process's memory that are counted now: messages in flight and
@@ -221,7 +235,8 @@ public final class Sharing implements AutoCloseable {
     }
 
     public record Stats(AllocatorStats allocator, int limboBlocks, long limboBytes, int ownCounterFiles,
-                        int mappedSegments, int mappedCounterFiles, long shared, long received, long collected) {
+                        int mappedSegments, int mappedCounterFiles, long shared, long received, long collected,
+                        long reclaimed) {
     }
 
     public boolean isClosed() {

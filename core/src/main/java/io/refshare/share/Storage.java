@@ -14,7 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * be shared onward (forwarding); it then stays open until the last process it was
  * forwarded to lets it go.
  */
-public abstract sealed class Storage permits LocalBlock, ReceivedBlock {
+public abstract sealed class Storage permits LocalBlock, ReceivedBlock, ViewedBlock {
     private final AtomicInteger references = new AtomicInteger(1);
     final Sharing sharing;
     private volatile SentBlock sent;
