@@ -1,5 +1,7 @@
 package io.refshare;
 
+import io.refshare.cuda.CudaSharing;
+import io.refshare.inspect.Janitor;
 import io.refshare.share.ReceivedBlock;
 import io.refshare.share.Sharing;
 import io.refshare.tensor.DType;
@@ -8,6 +10,7 @@ import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 
+import java.io.IOException;
 import java.time.Duration;
 
 /**
@@ -41,7 +44,22 @@ public final class Refshare implements AutoCloseable {
     private Refshare(RefshareConfig config) {
         this.config = config;
         this.sharing = new Sharing(config.shmDirectory(), config.capacityBytes(), config.slotsPerCounterFile(),
-                config.peersPerCounterFile());
+                config.peersPerCounterFile(), s -> CudaSharing.open(s, config.cuda()));
+        Thread.ofVirtual().name("refshare-startup-sweep").start(this::sweepDeadProcessesFiles);
+    }
+
+    /** A cheap sweep at startup: files left by dead processes go (what {@code refshare gc} does). */
+    private void sweepDeadProcessesFiles() {
+        try {
+            var report = Janitor.sweep(sharing.directory(), false);
+            if (!report.removed().isEmpty()) {
+                System.getLogger(Refshare.class.getName()).log(System.Logger.Level.INFO,
+                        "removed {0} files left by dead processes in {1}", report.removed().size(),
+                        sharing.directory());
+            }
+        } catch (IOException | RuntimeException e) {
+            System.getLogger(Refshare.class.getName()).log(System.Logger.Level.DEBUG, "startup sweep failed", e);
+        }
     }
 
     public static Refshare open() {
@@ -60,6 +78,37 @@ public final class Refshare implements AutoCloseable {
     public Tensor allocate(DType dtype, long... shape) {
         TensorLayout layout = TensorLayout.contiguous(dtype, shape);
         return new Tensor(sharing.allocate(Math.max(1, layout.byteSpan())), layout);
+    }
+
+    /**
+     * A new contiguous tensor on {@code device}: {@link Device#HOST} (as {@link #allocate(DType, long...)}),
+     * or the CUDA device of {@link RefshareConfig#cuda()} (pooled device memory, shared through
+     * CUDA IPC; reach it through {@link #cuda()}). The first device allocation loads the driver.
+     *
+     * @throws io.refshare.cuda.CudaUnavailableException when there is no CUDA driver or no such device
+     * @throws IllegalArgumentException when {@code device} is another CUDA device than the configured one
+     */
+    public Tensor allocate(Device device, DType dtype, long... shape) {
+        if (device.isHost()) {
+            return allocate(dtype, shape);
+        }
+        int configured = config.cuda().device();
+        if (device.index() != configured) {
+            throw new IllegalArgumentException("this refshare instance uses " + Device.cuda(configured) + " (see "
+                    + "RefshareConfig.withCudaDevice), not " + device);
+        }
+        TensorLayout layout = TensorLayout.contiguous(dtype, shape);
+        return new Tensor(sharing.allocateOnDevice(Math.max(1, layout.byteSpan())), layout);
+    }
+
+    /**
+     * This process's CUDA side: copies between host and device tensors, its stream, counts.
+     * Loads the driver on first use.
+     *
+     * @throws io.refshare.cuda.CudaUnavailableException when there is no CUDA driver or no such device
+     */
+    public CudaSharing cuda() {
+        return (CudaSharing) sharing.device();
     }
 
     /** A new buffer of {@code bytes} bytes: a one-dimensional UINT8 tensor. */

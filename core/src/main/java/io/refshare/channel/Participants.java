@@ -43,15 +43,24 @@ final class Participants {
         return (long) LONG.getVolatile(mem, entryOffset(index) + PARTICIPANT_IDENTITY);
     }
 
-    /** Claims a free entry for {@code packedIdentity}; -1 when every entry is taken. */
-    int tryRegister(long packedIdentity) {
+    /**
+     * Claims a free entry for {@code packedIdentity} of a process in PID namespace
+     * {@code pidNamespace}; -1 when every entry is taken.
+     */
+    int tryRegister(long packedIdentity, long pidNamespace) {
         for (int i = 0; i < capacity(); i++) {
             long at = entryOffset(i) + PARTICIPANT_IDENTITY;
             if ((long) LONG.getVolatile(mem, at) == 0 && LONG.compareAndSet(mem, at, 0L, packedIdentity)) {
+                LONG.setVolatile(mem, entryOffset(i) + PARTICIPANT_PID_NAMESPACE, pidNamespace);
                 return i;
             }
         }
         return -1;
+    }
+
+    /** The PID namespace an entry's process recorded; 0 while it registers (or when unknown). */
+    long pidNamespace(int index) {
+        return (long) LONG.getVolatile(mem, entryOffset(index) + PARTICIPANT_PID_NAMESPACE);
     }
 
     void addRole(int index, int role) {
@@ -105,6 +114,7 @@ final class Participants {
         notEmpty.forget(entry);
         notFull.forget(entry);
         INT.setVolatile(mem, entry + PARTICIPANT_ROLE, 0);
+        LONG.setVolatile(mem, entry + PARTICIPANT_PID_NAMESPACE, 0L);
     }
 
     /** The attached participants, in table order (entries being reclaimed are left out). */
@@ -112,7 +122,7 @@ final class Participants {
         List<QueueParticipant> list = new ArrayList<>();
         for (int i = 0; i < capacity(); i++) {
             long word = identityWord(i);
-            if (word == 0 || isReclaimMark(word)) {
+            if (word == 0 || isReclaimMark(word) || namesNoProcess(word)) {
                 continue;
             }
             long entry = entryOffset(i);

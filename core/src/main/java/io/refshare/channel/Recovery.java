@@ -29,7 +29,8 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * one, in which case the cell word read is stale and the compare-and-set fails). Two
  * processes repairing at once: one compare-and-set wins. The dead process cannot race:
  * it is dead. A live claimant is never touched, because death needs positive evidence
- * ({@link Liveness}).
+ * ({@link Liveness}), and a participant of another PID namespace (a container sharing
+ * /dev/shm) is never judged at all: its cells wait for a process of its own namespace.
  * <p>
  * Republishing at FULL(p + capacity) keeps every invariant of the cell protocol: no
  * producer can have claimed {@code p + capacity} (its cell was not FREE for it), the
@@ -88,7 +89,7 @@ final class Recovery {
                 if (reclaimer != me && liveness.isDead(reclaimer, fresh)) {
                     dead = note(dead, n, i, word);
                 }
-            } else if (liveness.isDead(word, fresh)) {
+            } else if (Liveness.sameNamespace(participants.pidNamespace(i)) && liveness.isDead(word, fresh)) {
                 dead = note(dead, n, i, word);
                 deadClaimants = true;
             }
@@ -125,7 +126,6 @@ final class Recovery {
                 long p = position(word);
                 if (state == WRITING) {
                     if (LONG.compareAndSet(mem, cell + CELL_WORD, word, free(p + capacity))) {
-                        System.err.println("DEBUG skipped " + p);
                         notEmpty.signal();
                         notFull.signal();
                         break;
@@ -133,12 +133,10 @@ final class Recovery {
                 } else if (role == Role.CONSUMER && adopted == null) {
                     if (LONG.compareAndSet(mem, cell + CELL_WORD, word, reading(p, self))) {
                         adopted = new Adopted(cell, p);
-                        System.err.println("DEBUG adopted " + p);
                         break;
                     }
                 } else if (((p + capacity - (long) LONG.getVolatile(mem, TAIL_OFFSET)) & POSITION_MASK) == 0) {
                     if (LONG.compareAndSet(mem, cell + CELL_WORD, word, full(p + capacity))) {
-                        System.err.println("DEBUG republished " + p);
                         notEmpty.signal();
                         break;
                     }

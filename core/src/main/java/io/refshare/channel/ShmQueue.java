@@ -32,10 +32,12 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * <p>Crashes: a process killed in the middle of an offer or a poll leaves a cell claimed
  * in its name. Waiters check the claimants of what blocks them (at most every
  * {@value #SWEEP_INTERVAL_MILLIS} ms per handle) and repair the queue once the claimant is
- * dead ({@link Recovery}): an unpublished claim is skipped, a message claimed but not
+ * dead (see {@code Recovery}): an unpublished claim is skipped, a message claimed but not
  * returned by the dead consumer's poll is delivered to another consumer. So a published
  * message is delivered exactly once unless the consumer process dies after its poll
- * returned it, which no queue can tell apart from a slow application.
+ * returned it, which no queue can tell apart from a slow application. Processes in other
+ * PID namespaces (containers sharing /dev/shm) are never judged dead from here, so their
+ * crashes are repaired only by participants of their own namespace.
  *
  * <h2>Implementation notes</h2>
  * The core is Dmitry Vyukov's bounded MPMC array queue, with the claim moved into the
@@ -58,7 +60,7 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * and published by a volatile write of FULL; a consumer reads FULL with a volatile read
  * before reading the payload, and frees the cell with a volatile write after its last
  * read of it, so a producer never overwrites a payload being read. Wake-ups follow
- * {@link QueueSignal}.
+ * {@code QueueSignal}.
  * <p>
  * Closing: {@link #markClosed} sets a flag. A producer reads it before claiming and again
  * after (abandoning its claim when it is set), while a consumer reads it before looking
@@ -69,6 +71,20 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * <p>
  * Positions in cell words wrap at 2<sup>46</sup>; a thread would have to stall for
  * 2<sup>45</sup> operations of the others to mistake one lap for another.
+ *
+ * <h2>Known limitations</h2>
+ * <ul>
+ * <li>Any process that may write the file (its owner's uid; the group with mode 0660)
+ *     can wedge the queue, for instance by faking a live claimant. What it cannot do is
+ *     make a reader touch memory outside the file or hand out a message longer than a
+ *     cell: impossible lengths are rejected ({@link InvalidDataException}), the cell is
+ *     skipped and the queue serves on.</li>
+ * <li>A consumer that dies after its poll returned takes that message with it.</li>
+ * <li>Repairs wait for a waiter, a non-blocking call that finds the queue empty or full,
+ *     or {@link #recover()}; the first comes within about 100 ms of the death being seen
+ *     (a live verdict is cached for 100 ms).</li>
+ * <li>A futex wait blocks its carrier thread: virtual threads waiting here pin one.</li>
+ * </ul>
  */
 public final class ShmQueue implements AutoCloseable {
     static final long SWEEP_INTERVAL_MILLIS = 100;
@@ -116,10 +132,10 @@ public final class ShmQueue implements AutoCloseable {
         this.notFull = new QueueSignal(mem, NOT_FULL_SEQ_OFFSET, PRODUCERS_SLEEPING_OFFSET,
                 PARTICIPANT_PRODUCERS_SLEEPING);
         this.recovery = new Recovery(mem, geometry, participants, new Liveness(), notEmpty, notFull, me);
-        int index = participants.tryRegister(me);
+        int index = participants.tryRegister(me, Liveness.ownPidNamespace());
         if (index < 0) {
             recovery.sweep(Recovery.Role.JANITOR, -1, true);
-            index = participants.tryRegister(me);
+            index = participants.tryRegister(me, Liveness.ownPidNamespace());
         }
         if (index < 0) {
             throw new RefshareException("queue " + file.path() + " has all " + geometry.participantCapacity()
@@ -178,7 +194,7 @@ public final class ShmQueue implements AutoCloseable {
     public static QueueStats inspect(ShmDirectory dir, String name) {
         try (ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH)) {
             Geometry g = Geometry.read(f.segment(), f.size(), f.path().toString());
-            return stats(name, f.segment(), g, new Participants(f.segment(), g));
+            return stats(name, f.segment(), g, new Participants(f.segment(), g), ownerOf(f.segment()));
         }
     }
 
@@ -366,7 +382,7 @@ public final class ShmQueue implements AutoCloseable {
     public QueueStats stats() {
         enter();
         try {
-            return stats(name(), mem, geometry, participants);
+            return stats(name(), mem, geometry, participants, owner); // the owner as checked at open
         } finally {
             exit();
         }
@@ -425,6 +441,7 @@ public final class ShmQueue implements AutoCloseable {
         if (closedFlag()) {
             return CLOSED;
         }
+        int skipped = 0;
         while (true) {
             long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
             long cell = geometry.cellOffset(cellIndex(t));
@@ -443,8 +460,8 @@ public final class ShmQueue implements AutoCloseable {
                 }
             } else if (d < 0) {
                 return NO_ROOM;
-            } else {
-                LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1);
+            } else if (LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1) && d > 0 && ++skipped > 2 * capacity) {
+                throw cellsAhead("tail", t, word);
             }
         }
     }
@@ -464,6 +481,7 @@ public final class ShmQueue implements AutoCloseable {
 
     /** Claims the head cell for a consumer: its position, {@link #EMPTY} or {@link #CLOSED}. */
     long claimReadable() {
+        int skipped = 0;
         while (true) {
             boolean closed = closedFlag();
             long h = (long) LONG.getVolatile(mem, HEAD_OFFSET);
@@ -479,10 +497,22 @@ public final class ShmQueue implements AutoCloseable {
             } else if (d < 0 || (d == 0 && state != READING)) {
                 // nothing published at h; "drained" only if no producer holds h either
                 return closed && !(d == 0 && state == WRITING) ? CLOSED : EMPTY;
-            } else {
-                LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1);
+            } else if (LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1) && d > 0 && ++skipped > 2 * capacity) {
+                throw cellsAhead("head", h, word);
             }
         }
+    }
+
+    /**
+     * A hint we moved past a cell already serving a later position: in a sound file that
+     * happens only once per position a dead participant left (recovery frees it a lap
+     * ahead), so more than two laps of it in one call means the cell words were
+     * overwritten. Refused rather than walked one position at a time, which could take
+     * 2^45 steps.
+     */
+    private InvalidDataException cellsAhead(String hint, long position, long word) {
+        return new InvalidDataException("queue " + file.path() + " is corrupt: its cells serve positions ahead of the "
+                + hint + " (" + position + ", cell word 0x" + Long.toHexString(word) + "); a corrupt or hostile writer");
     }
 
     /**
@@ -750,13 +780,14 @@ public final class ShmQueue implements AutoCloseable {
         return new ProcessIdentity(mem.get(LE_LONG, OWNER_PID_OFFSET), mem.get(LE_LONG, OWNER_START_OFFSET));
     }
 
-    private static QueueStats stats(String name, MemorySegment mem, Geometry g, Participants participants) {
+    private static QueueStats stats(String name, MemorySegment mem, Geometry g, Participants participants,
+            ProcessIdentity owner) {
         long tail = (long) LONG.getVolatile(mem, TAIL_OFFSET);
         long head = (long) LONG.getVolatile(mem, HEAD_OFFSET);
         int size = (int) Math.max(0, Math.min(g.capacity(), tail - head));
         long[] totals = participants.totals();
         return new QueueStats(name, g.capacity(), g.maxMessageBytes(), size, totals[0], totals[1],
                 (long) LONG.getVolatile(mem, REJECTED_OFFSET), (int) INT.getVolatile(mem, CLOSED_OFFSET) != 0,
-                ownerOf(mem), participants.snapshot());
+                owner, participants.snapshot());
     }
 }

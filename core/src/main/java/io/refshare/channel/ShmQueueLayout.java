@@ -31,14 +31,17 @@ import java.nio.ByteOrder;
  *   512 | not-full futex seq (4)  | producers sleeping (4)            ... (0) to 640 |
  *   +---------------------------------------------------------------------------------+ 640 = hdrLen
  * Participant table, partCap entries of 64 bytes (one cache line each):
- *   +------------------+------+------+-------------+-------------+--------+--------+------+
- *   | identity (8)     | role | (0)  | offered (8) | taken (8)   | c.slp  | p.slp  | (0)  |
- *   +------------------+------+------+-------------+-------------+--------+--------+------+
+ *   0                  8      12     16            24            32       36       40          48    64
+ *   +------------------+------+------+-------------+-------------+--------+--------+-----------+-----+
+ *   | identity (8)     | role | (0)  | offered (8) | taken (8)   | c.slp  | p.slp  | pid ns (8)| (0) |
+ *   +------------------+------+------+-------------+-------------+--------+--------+-----------+-----+
  *    identity: pid in bits 0..21, start ticks in bits 22..62; 0 = free entry; bit 63 set:
  *      the entry's participant is dead and the process named in bits 0..62 is folding
  *      its counts into the totals (a dead folder's mark is taken over by the next one)
  *    role: bit 0 has offered, bit 1 has polled; c.slp / p.slp: this participant's
- *    share of the sleeping counts above (int), so a dead sleeper's share can be removed
+ *    share of the sleeping counts above (int), so a dead sleeper's share can be removed;
+ *    pid ns: inode of the participant's PID namespace (/proc/self/ns/pid), 0 while being
+ *    registered or unknown: a pid means something only to processes of the same namespace
  * Cells, capacity entries of cellLen bytes (cellLen = 16 + maxMsg rounded up to 64):
  *   +------------------+------------+---------+---------------------------- ... ---+
  *   | cell word (8)    | length (4) | (0)     | payload (length bytes)             |
@@ -99,6 +102,7 @@ public final class ShmQueueLayout {
     public static final long PARTICIPANT_TAKEN = 24;
     public static final long PARTICIPANT_CONSUMERS_SLEEPING = 32;
     public static final long PARTICIPANT_PRODUCERS_SLEEPING = 36;
+    public static final long PARTICIPANT_PID_NAMESPACE = 40;
     public static final int ROLE_PRODUCER = 1;
     public static final int ROLE_CONSUMER = 2;
 
@@ -300,6 +304,14 @@ public final class ShmQueueLayout {
     /** The entry word by which {@code packedReclaimer} announces it is folding a dead entry. */
     static long reclaimMark(long packedReclaimer) {
         return packedReclaimer | RECLAIM_MARK;
+    }
+
+    /**
+     * True when an entry word names no process (pid 0): never written by a participant,
+     * so garbage from a corrupt or hostile writer, and never a live claimant.
+     */
+    static boolean namesNoProcess(long entryWord) {
+        return (entryWord & PID_MASK) == 0;
     }
 
     static boolean isReclaimMark(long entryWord) {

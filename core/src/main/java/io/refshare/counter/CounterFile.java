@@ -138,7 +138,9 @@ public final class CounterFile implements AutoCloseable {
 
     /** Slots handed out so far. */
     public int handedOut() {
-        return (int) (long) LONG.getAcquire(mem, HANDED_OUT_OFFSET);
+        // only the owner writes it, but anyone of this uid can write the file: callers loop up
+        // to it over the slots, so a corrupt count must not lead them past the last slot
+        return Math.clamp((long) LONG.getAcquire(mem, HANDED_OUT_OFFSET), 0, slotCapacity);
     }
 
     public boolean isRetired() {
@@ -277,7 +279,22 @@ public final class CounterFile implements AutoCloseable {
         return count;
     }
 
-    /** The processes registered as holders in this file (alive or not). */
+    /** The processes holding at least one token of this file now (alive or not). */
+    public java.util.Set<ProcessIdentity> currentHolders() {
+        java.util.BitSet peers = new java.util.BitSet();
+        int n = handedOut();
+        for (int s = 0; s < n; s++) {
+            int peer = CounterFileLayout.holder((long) LONG.getVolatile(mem, slotOffset(s)));
+            if (peer >= 0 && peer < peerCapacity) {
+                peers.set(peer);
+            }
+        }
+        java.util.Set<ProcessIdentity> holders = new java.util.HashSet<>();
+        peers.stream().mapToObj(this::peerOrNull).filter(java.util.Objects::nonNull).forEach(holders::add);
+        return holders;
+    }
+
+    /** The processes registered as holders in this file (alive or not), in registration order. */
     public java.util.List<ProcessIdentity> holders() {
         java.util.List<ProcessIdentity> list = new java.util.ArrayList<>();
         for (int peer = 0; peer < peerCapacity; peer++) {

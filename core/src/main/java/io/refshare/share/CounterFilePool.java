@@ -60,6 +60,9 @@ final class CounterFilePool {
         if (--left[0] == 0 && f.isRetired()) {
             outstanding.remove(f);
             byName.remove(f.name());
+            if (f == current) {
+                current = null; // its last slot was handed out: the next token starts a new file
+            }
             f.unlink();
             if (f == pinned) {
                 pinnedIsDone = true;

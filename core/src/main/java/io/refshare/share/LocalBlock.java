@@ -1,16 +1,25 @@
 package io.refshare.share;
 
 import io.refshare.memory.AllocatedBlock;
+import io.refshare.memory.CachingAllocator;
+import io.refshare.wire.Backend;
 
 import java.lang.foreign.MemorySegment;
 
-/** Storage this process allocated from its caching allocator. */
+/**
+ * Storage this process allocated from one of its caching allocators: the host one, or the
+ * device one of its {@link DeviceSharing} ({@code device} is null for host memory).
+ */
 public final class LocalBlock extends Storage {
+    private final CachingAllocator allocator;
     private final AllocatedBlock block;
+    private final DeviceSharing device;
 
-    LocalBlock(Sharing sharing, AllocatedBlock block) {
+    LocalBlock(Sharing sharing, CachingAllocator allocator, AllocatedBlock block, DeviceSharing device) {
         super(sharing);
+        this.allocator = allocator;
         this.block = block;
+        this.device = device;
     }
 
     @Override
@@ -21,6 +30,21 @@ public final class LocalBlock extends Storage {
     @Override
     public long byteSize() {
         return block.length();
+    }
+
+    @Override
+    public Backend backend() {
+        return device == null ? Backend.HOST : Backend.CUDA;
+    }
+
+    @Override
+    long address() {
+        return device == null ? super.address() : device.address(block.segment()) + block.offset();
+    }
+
+    @Override
+    byte[] memoryHandle() {
+        return device == null ? super.memoryHandle() : device.memoryHandle(block.segment());
     }
 
     @Override
@@ -40,11 +64,15 @@ public final class LocalBlock extends Storage {
 
     @Override
     void dispose() {
-        sharing.allocator().free(block);
+        if (device != null) {
+            device.disposed(this);
+        }
+        allocator.free(block);
     }
 
     @Override
     public String toString() {
-        return "block of " + block.length() + " bytes at " + block.offset() + " in " + block.segment().name();
+        return (device == null ? "" : "device ") + "block of " + block.length() + " bytes at " + block.offset() + " in "
+                + block.segment().name();
     }
 }

@@ -7,7 +7,9 @@ import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
+import io.refshare.wire.Backend;
 
+import java.lang.foreign.MemorySegment;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -19,7 +21,7 @@ import java.util.Map;
  */
 final class ReceiveCache {
     /** A segment mapped in this process and the number of open blocks that use it. */
-    static final class Mapping {
+    static final class Mapping implements ReceivedSegment {
         private final ShmFile file;
         private int users;
 
@@ -29,6 +31,36 @@ final class ReceiveCache {
 
         ShmFile file() {
             return file;
+        }
+
+        @Override
+        public String name() {
+            return file.name();
+        }
+
+        @Override
+        public long size() {
+            return file.size();
+        }
+
+        @Override
+        public Backend backend() {
+            return Backend.HOST;
+        }
+
+        @Override
+        public MemorySegment hostMemory() {
+            return file.segment();
+        }
+
+        @Override
+        public long deviceAddress() {
+            throw new UnsupportedOperationException("segment " + file.name() + " is host memory");
+        }
+
+        @Override
+        public byte[] memoryHandle() {
+            return new byte[0];
         }
     }
 
@@ -93,6 +125,15 @@ final class ReceiveCache {
     /** Releases a received token and drops one user of its mapping. */
     void release(Token token, Mapping mapping) {
         try {
+            releaseToken(token);
+        } finally {
+            unmapSegment(mapping);
+        }
+    }
+
+    /** Releases a received token whose memory this cache did not map (device memory). */
+    void releaseToken(Token token) {
+        try {
             if (!token.file().release(token.slot())) {
                 // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
                 System.getLogger(ReceiveCache.class.getName()).log(System.Logger.Level.WARNING,
@@ -101,7 +142,6 @@ final class ReceiveCache {
         } finally {
             synchronized (this) {
                 dropToken(token.file());
-                unmapSegment(mapping);
             }
         }
     }

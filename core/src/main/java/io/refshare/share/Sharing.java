@@ -15,6 +15,7 @@ import io.refshare.wire.Descriptor;
 
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
 
 /**
  * One process's sharing engine: it allocates blocks, hands out a token for every send,
@@ -26,6 +27,10 @@ import java.util.concurrent.locks.LockSupport;
  * {@link Collector}, which a consumer's release wakes: an idle producer gets its memory
  * back as soon as its consumers let go, and the references of consumers that died are
  * reclaimed within a fraction of a second.
+ *
+ * <p>Device memory (CUDA) goes through a {@link DeviceSharing}, created on first use by the
+ * factory given at construction, so a process that never touches the device never loads a
+ * driver. Tokens, the limbo and collection are the same for both kinds of memory.
  */
 public final class Sharing implements AutoCloseable {
     private static final byte[] NO_EVENT = new byte[0];
@@ -43,8 +48,22 @@ public final class Sharing implements AutoCloseable {
     private final LongAdder collected = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
     private volatile boolean closed;
+    // ---- device memory: created on first use (see DeviceSharing) ----
+    private final Function<Sharing, DeviceSharing> deviceFactory;
+    private volatile DeviceSharing device;
 
+    /** An engine for host memory only: {@link #device()} refuses. */
     public Sharing(ShmDirectory directory, long capacityBytes, int slotsPerFile, int peersPerFile) {
+        this(directory, capacityBytes, slotsPerFile, peersPerFile, null);
+    }
+
+    /**
+     * An engine whose device memory comes from {@code deviceFactory}, called once, on first
+     * use (null: host memory only).
+     */
+    public Sharing(ShmDirectory directory, long capacityBytes, int slotsPerFile, int peersPerFile,
+                   Function<Sharing, DeviceSharing> deviceFactory) {
+        this.deviceFactory = deviceFactory;
         this.directory = directory;
         this.allocator = new CachingAllocator(new HostBackend(directory), this::collect, capacityBytes);
         this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile);
@@ -75,7 +94,37 @@ public final class Sharing implements AutoCloseable {
     /** A new block of at least {@code bytes} bytes (its length is exactly {@code bytes}). */
     public LocalBlock allocate(long bytes) {
         ensureOpen();
-        return new LocalBlock(this, allocator.allocate(bytes));
+        return new LocalBlock(this, allocator, allocator.allocate(bytes), null);
+    }
+
+    /** A new block of device memory of at least {@code bytes} bytes (its length is exactly {@code bytes}). */
+    public LocalBlock allocateOnDevice(long bytes) {
+        ensureOpen();
+        DeviceSharing d = device();
+        return new LocalBlock(this, d.allocator(), d.allocator().allocate(bytes), d);
+    }
+
+    /**
+     * The device half, created on first call.
+     *
+     * @throws RefshareException when this engine has no device support, or the device cannot
+     *                           be used (no driver, no device: the factory's exception)
+     */
+    public DeviceSharing device() {
+        DeviceSharing d = device;
+        if (d == null) {
+            synchronized (this) {
+                ensureOpen();
+                d = device;
+                if (d == null) {
+                    if (deviceFactory == null) {
+                        throw new RefshareException("this refshare engine was created for host memory only");
+                    }
+                    device = d = deviceFactory.apply(this);
+                }
+            }
+        }
+        return d;
     }
 
     /**
@@ -88,12 +137,15 @@ public final class Sharing implements AutoCloseable {
         layout.checkFits(storage.byteSize());
         storage.retain();
         try {
+            Backend backend = storage.backend();
+            // device ordering first: if it fails, no token has been handed out
+            byte[] event = backend == Backend.CUDA ? device().orderForSend(storage) : NO_EVENT;
             Token token = counterFiles.handOut();
             storage.sentBlock().add(token);
             shared.increment();
-            return new Descriptor(Backend.HOST, storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
-                    storage.byteSize(), token.file().name(), token.slot(), NO_EVENT, layout, self.pid(),
-                    self.startTicks());
+            return new Descriptor(backend, storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
+                    storage.byteSize(), storage.memoryHandle(), token.file().name(), token.slot(), event, layout,
+                    self.pid(), self.startTicks());
         } finally {
             storage.release();
         }
@@ -106,18 +158,16 @@ public final class Sharing implements AutoCloseable {
      */
     public ReceivedBlock receive(Descriptor d) {
         ensureOpen();
-        if (d.backend() != Backend.HOST) {
-            throw new RefshareException("this process has no " + d.backend() + " backend; cannot receive " + d);
-        }
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
-        ReceiveCache.Mapping mapping = null;
+        ReceivedSegment mapping = null;
         try {
             if (counters.owner().pid() != d.senderPid() || counters.owner().startTicks() != d.senderStartTicks()) {
                 throw new InvalidDataException("descriptor claims sender pid " + d.senderPid() + " but "
                         + counters + " belongs to " + counters.owner());
             }
             // everything is checked and mapped before the token is taken: a rejected message costs no count
-            mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
+            mapping = d.backend() == Backend.CUDA ? device().open(d)
+                    : receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
             if (!counters.claim(d.slot())) {
                 throw new RefshareException("message already received or returned: token " + d.slot() + " of "
                         + counters + " is " + stateName(counters.state(d.slot())));
@@ -126,10 +176,34 @@ public final class Sharing implements AutoCloseable {
             return new ReceivedBlock(this, new Token(counters, d.slot()), mapping, d.offset(), d.length());
         } catch (RuntimeException e) {
             if (mapping != null) {
-                receiveCache.unmapSegment(mapping);
+                unmap(mapping);
             }
             receiveCache.unholdCounters(counters);
             throw e;
+        }
+    }
+
+    private void unmap(ReceivedSegment segment) {
+        if (segment instanceof ReceiveCache.Mapping host) {
+            receiveCache.unmapSegment(host);
+        } else {
+            device.release(segment);
+        }
+    }
+
+    /** A received block is freed for good: its token goes back, its segment loses a user. */
+    void releaseReceived(ReceivedBlock block, Token token, ReceivedSegment segment) {
+        if (segment instanceof ReceiveCache.Mapping host) {
+            receiveCache.release(token, host);
+            return;
+        }
+        // device memory: our view closes before the token goes back, since the sender may free
+        // the memory once it has, and CUDA leaves freeing before the importer's close undefined
+        try {
+            device.disposed(block);
+            device.release(segment);
+        } finally {
+            receiveCache.releaseToken(token);
         }
     }
 
@@ -184,7 +258,8 @@ public final class Sharing implements AutoCloseable {
     /** Collects the limbo and gives cached free memory back to the system; returns the bytes released. */
     public long trim() {
         collect();
-        return allocator.releaseCached();
+        DeviceSharing d = device;
+        return allocator.releaseCached() + (d != null ? d.allocator().releaseCached() : 0);
     }
 
     void lastReferenceDropped(Storage storage) {
@@ -277,6 +352,9 @@ public final class Sharing implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         status.close();
+        if (device != null) {
+            device.close(); // before the tokens go back: received device memory is closed first
+        }
         receiveCache.close();
         collect();
         allocator.close();

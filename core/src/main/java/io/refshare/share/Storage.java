@@ -1,5 +1,7 @@
 package io.refshare.share;
 
+import io.refshare.wire.Backend;
+
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -13,6 +15,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link ReceivedBlock} (another process shared it with us). A received block can itself
  * be shared onward (forwarding); it then stays open until the last process it was
  * forwarded to lets it go.
+ *
+ * <p>Either kind lives in host shared memory or in CUDA device memory ({@link #backend()}):
+ * host bytes are reached through {@link #memory()}, device bytes through
+ * {@link #deviceAddress()} (and the copies of {@code io.refshare.cuda.CudaSharing}).
  */
 public abstract sealed class Storage permits LocalBlock, ReceivedBlock, ViewedBlock {
     private final AtomicInteger references = new AtomicInteger(1);
@@ -23,7 +29,10 @@ public abstract sealed class Storage permits LocalBlock, ReceivedBlock, ViewedBl
         this.sharing = sharing;
     }
 
-    /** The bytes of this storage; throws {@link IllegalStateException} once it is released. */
+    /**
+     * The bytes of this storage; throws {@link IllegalStateException} once it is released,
+     * {@link UnsupportedOperationException} for device memory (the host cannot address it).
+     */
     public final MemorySegment memory() {
         if (references.get() <= 0) {
             throw new IllegalStateException(this + " is released");
@@ -32,6 +41,33 @@ public abstract sealed class Storage permits LocalBlock, ReceivedBlock, ViewedBl
     }
 
     abstract MemorySegment bytes();
+
+    /** Where the bytes are: host shared memory (the default) or CUDA device memory. */
+    public Backend backend() {
+        return Backend.HOST;
+    }
+
+    /**
+     * The device address of this storage's first byte in this process (for kernels, copies,
+     * interop); throws {@link IllegalStateException} once released,
+     * {@link UnsupportedOperationException} for host memory.
+     */
+    public final long deviceAddress() {
+        if (references.get() <= 0) {
+            throw new IllegalStateException(this + " is released");
+        }
+        return address();
+    }
+
+    /** See {@link #deviceAddress()}; device storage overrides it. */
+    long address() {
+        throw new UnsupportedOperationException(this + " is host memory: use memory()");
+    }
+
+    /** The IPC handle of this storage's segment, as a CUDA descriptor carries it; empty for host memory. */
+    byte[] memoryHandle() {
+        return new byte[0];
+    }
 
     public abstract long byteSize();
 

@@ -45,6 +45,10 @@ public final class Libc {
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
     private static final MethodHandle POSIX_FALLOCATE = LINKER.downcallHandle(LIBC.findOrThrow("posix_fallocate"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+    private static final MethodHandle GETUID = LINKER.downcallHandle(LIBC.findOrThrow("getuid"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT));
+    private static final MethodHandle GETGID = LINKER.downcallHandle(LIBC.findOrThrow("getgid"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT));
     private static final MethodHandle STRERROR = LINKER.downcallHandle(LIBC.findOrThrow("strerror"),
             FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
     private static final MethodHandle SYSCALL6 = LINKER.downcallHandle(LIBC.findOrThrow("syscall"),
@@ -135,6 +139,24 @@ public final class Libc {
             MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
             return (int) (long) SYSCALL6.invokeExact(state, SYS_FUTEX, address, FUTEX_WAKE, count,
                     MemorySegment.NULL, MemorySegment.NULL, 0);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** The real user id of this process. */
+    public static int getuid() {
+        try {
+            return (int) GETUID.invokeExact();
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** The real group id of this process. */
+    public static int getgid() {
+        try {
+            return (int) GETGID.invokeExact();
         } catch (Throwable t) {
             throw new AssertionError(t);
         }

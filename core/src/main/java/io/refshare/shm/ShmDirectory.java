@@ -23,7 +23,10 @@ import java.util.regex.Pattern;
  * frame) is checked against that shape before it is resolved, so a hostile name such as
  * {@code ../../etc/passwd} or {@code a/b} is refused and nothing outside the directory is
  * ever opened. Files are created exclusively ({@code O_EXCL}, never following a link)
- * with mode 0600 by default, and their space is reserved at creation.
+ * with mode 0600 by default, and their space is reserved at creation. A file is opened only
+ * if this process's user owns it (or, with group access configured, its group does):
+ * the kernel's permission check alone would let root, or a process that loosened a mode,
+ * reach into another user's memory.
  */
 public final class ShmDirectory {
     public static final Path DEFAULT_DIRECTORY = Path.of("/dev/shm");
@@ -38,6 +41,8 @@ public final class ShmDirectory {
     private final String prefix;
     private final int mode;
     private final Pattern names;
+    private static final int UID = Libc.getuid();
+    private static final int GID = Libc.getgid();
 
     public ShmDirectory(Path directory, String prefix, int mode) {
         if (!PREFIX.matcher(prefix).matches()) {
@@ -153,11 +158,39 @@ public final class ShmDirectory {
         if (!attrs.isRegularFile()) {
             throw new InvalidDataException("not a regular file: " + path);
         }
+        checkOwner(path);
         if (attrs.size() < minSize) {
             throw new InvalidDataException(path + " is truncated: " + attrs.size() + " bytes, at least " + minSize
                     + " expected");
         }
         return ShmFile.map(name, path, attrs.size(), false);
+    }
+
+    /** Refuses a file another user owns, unless group access is configured and the group is ours. */
+    public void checkOwner(Path path) {
+        int uid;
+        int gid;
+        try {
+            uid = (int) Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
+            gid = (int) Files.getAttribute(path, "unix:gid", LinkOption.NOFOLLOW_LINKS);
+        } catch (IOException e) {
+            throw new RefshareException("cannot read the owner of " + path + ": " + e.getMessage(), e);
+        }
+        if (uid != UID && !(mode == OWNER_AND_GROUP && gid == GID)) {
+            throw new RefshareException("refusing " + path + ": it belongs to uid " + uid + " (gid " + gid
+                    + ") and this process runs as uid " + UID + " (gid " + GID + ")"
+                    + (mode == OWNER_AND_GROUP ? "" : "; processes of one group can share with group access enabled"));
+        }
+    }
+
+    /** True when this process's user (or group, with group access) owns the file: the janitor's test. */
+    public boolean isMine(Path path) {
+        try {
+            checkOwner(path);
+            return true;
+        } catch (RefshareException e) {
+            return false;
+        }
     }
 
     static void deleteQuietly(Path path) {

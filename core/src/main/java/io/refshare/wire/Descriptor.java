@@ -17,14 +17,20 @@ import java.util.Objects;
  * <p>Every descriptor that exists is consistent (checked here, so that an encoded
  * descriptor always decodes): the byte range lies within the segment without overflow,
  * names follow the wire name rule (1 to 128 characters of {@code [A-Za-z0-9_-]}), the
- * slot is not negative, the event handle is empty or exactly {@value #EVENT_HANDLE_BYTES}
- * bytes and only on a CUDA block, and the tensor (if any) fits in the block.
+ * slot is not negative, a CUDA block carries exactly {@value #MEMORY_HANDLE_BYTES} bytes of
+ * memory handle and a HOST block none, the event handle is empty or exactly
+ * {@value #EVENT_HANDLE_BYTES} bytes and only on a CUDA block, and the tensor (if any) fits
+ * in the block.
  *
  * @param backend          where the memory lives
- * @param segmentName      the segment the block is carved from (a file name for HOST)
+ * @param segmentName      the segment the block is carved from (a file name for HOST; for
+ *                         CUDA an identifier of the allocation, for logs and tools: the
+ *                         memory handle is what opens it)
  * @param segmentSize      size of that segment in bytes; the receiver maps it whole, once
  * @param offset           byte offset of the block in the segment
  * @param length           byte length of the block
+ * @param memoryHandle     CUDA IPC handle of the segment's allocation ({@code CUipcMemHandle}):
+ *                         exactly {@value #MEMORY_HANDLE_BYTES} bytes on CUDA, empty on HOST
  * @param counterFileName  the counter file holding the block's reference count
  * @param slot             index of the counter in that file
  * @param eventHandle      CUDA interprocess event to wait on before use: empty when there is
@@ -40,6 +46,7 @@ public record Descriptor(
         long segmentSize,
         long offset,
         long length,
+        byte[] memoryHandle,
         String counterFileName,
         int slot,
         byte[] eventHandle,
@@ -49,16 +56,20 @@ public record Descriptor(
 
     /** Size of a CUDA interprocess event handle ({@code CUipcEventHandle}). */
     public static final int EVENT_HANDLE_BYTES = 64;
+    /** Size of a CUDA interprocess memory handle ({@code CUipcMemHandle}). */
+    public static final int MEMORY_HANDLE_BYTES = 64;
     /** Longest file name a descriptor may carry. */
     public static final int MAX_NAME_LENGTH = WireNames.MAX_LENGTH;
 
     private static final byte[] NO_EVENT = new byte[0];
+    private static final byte[] NO_HANDLE = new byte[0];
 
     /**
      * @throws IllegalArgumentException when the fields are inconsistent (see the class comment)
      */
     public Descriptor {
         Objects.requireNonNull(backend, "backend");
+        Objects.requireNonNull(memoryHandle, "memoryHandle (use an empty array for a HOST block)");
         Objects.requireNonNull(eventHandle, "eventHandle (use an empty array for none)");
         checkName("segment name", segmentName);
         checkName("counter file name", counterFileName);
@@ -79,6 +90,14 @@ public record Descriptor(
         if (slot < 0) {
             throw new IllegalArgumentException("slot is negative: " + slot);
         }
+        if (backend == Backend.CUDA && memoryHandle.length != MEMORY_HANDLE_BYTES) {
+            throw new IllegalArgumentException("a CUDA block needs a " + MEMORY_HANDLE_BYTES
+                    + "-byte memory handle, was " + memoryHandle.length + " bytes");
+        }
+        if (backend != Backend.CUDA && memoryHandle.length != 0) {
+            throw new IllegalArgumentException("memory handle on a " + backend + " block: only CUDA blocks carry one");
+        }
+        memoryHandle = memoryHandle.length == 0 ? NO_HANDLE : memoryHandle.clone();
         if (eventHandle.length != 0 && eventHandle.length != EVENT_HANDLE_BYTES) {
             throw new IllegalArgumentException("event handle must be empty or " + EVENT_HANDLE_BYTES
                     + " bytes, was " + eventHandle.length);
@@ -99,19 +118,33 @@ public record Descriptor(
         }
     }
 
+    /**
+     * A descriptor without a memory handle, as every HOST block is: the canonical
+     * constructor with an empty {@code memoryHandle}.
+     */
+    public Descriptor(Backend backend, String segmentName, long segmentSize, long offset, long length,
+                      String counterFileName, int slot, byte[] eventHandle, TensorLayout tensor, long senderPid,
+                      long senderStartTicks) {
+        this(backend, segmentName, segmentSize, offset, length, NO_HANDLE, counterFileName, slot, eventHandle, tensor,
+                senderPid, senderStartTicks);
+    }
+
     /** A host-memory block, sent by {@code sender}; {@code tensor} may be null for a raw block. */
     public static Descriptor host(String segmentName, long segmentSize, long offset, long length,
                                   String counterFileName, int slot, TensorLayout tensor, ProcessIdentity sender) {
-        return new Descriptor(Backend.HOST, segmentName, segmentSize, offset, length, counterFileName, slot,
+        return new Descriptor(Backend.HOST, segmentName, segmentSize, offset, length, NO_HANDLE, counterFileName, slot,
                 NO_EVENT, tensor, sender.pid(), sender.startTicks());
     }
 
-    /** A CUDA block; {@code eventHandle} is empty or {@value #EVENT_HANDLE_BYTES} bytes. */
-    public static Descriptor cuda(String segmentName, long segmentSize, long offset, long length,
+    /**
+     * A CUDA block: {@code memoryHandle} is the {@value #MEMORY_HANDLE_BYTES}-byte IPC handle
+     * of the segment, {@code eventHandle} is empty or {@value #EVENT_HANDLE_BYTES} bytes.
+     */
+    public static Descriptor cuda(String segmentName, long segmentSize, long offset, long length, byte[] memoryHandle,
                                   String counterFileName, int slot, byte[] eventHandle, TensorLayout tensor,
                                   ProcessIdentity sender) {
-        return new Descriptor(Backend.CUDA, segmentName, segmentSize, offset, length, counterFileName, slot,
-                eventHandle, tensor, sender.pid(), sender.startTicks());
+        return new Descriptor(Backend.CUDA, segmentName, segmentSize, offset, length, memoryHandle, counterFileName,
+                slot, eventHandle, tensor, sender.pid(), sender.startTicks());
     }
 
     private static void checkName(String what, String name) {
@@ -119,6 +152,12 @@ public record Descriptor(
         if (problem != null) {
             throw new IllegalArgumentException(what + " " + WireNames.quoted(name) + " " + problem);
         }
+    }
+
+    /** A copy of the memory handle; empty on a HOST block. */
+    @Override
+    public byte[] memoryHandle() {
+        return memoryHandle.length == 0 ? NO_HANDLE : memoryHandle.clone();
     }
 
     /** A copy of the event handle; empty when there is none. */
@@ -143,8 +182,8 @@ public record Descriptor(
 
     /** This descriptor with another tensor layout (null for a raw block). */
     public Descriptor withTensor(TensorLayout newTensor) {
-        return new Descriptor(backend, segmentName, segmentSize, offset, length, counterFileName, slot, eventHandle,
-                newTensor, senderPid, senderStartTicks);
+        return new Descriptor(backend, segmentName, segmentSize, offset, length, memoryHandle, counterFileName, slot,
+                eventHandle, newTensor, senderPid, senderStartTicks);
     }
 
     @Override
@@ -159,6 +198,7 @@ public record Descriptor(
                 && senderStartTicks == that.senderStartTicks
                 && segmentName.equals(that.segmentName)
                 && counterFileName.equals(that.counterFileName)
+                && Arrays.equals(memoryHandle, that.memoryHandle)
                 && Arrays.equals(eventHandle, that.eventHandle)
                 && Objects.equals(tensor, that.tensor);
     }
@@ -167,12 +207,13 @@ public record Descriptor(
     public int hashCode() {
         int h = Objects.hash(backend, segmentName, segmentSize, offset, length, counterFileName, slot, tensor,
                 senderPid, senderStartTicks);
-        return 31 * h + Arrays.hashCode(eventHandle);
+        return 31 * (31 * h + Arrays.hashCode(memoryHandle)) + Arrays.hashCode(eventHandle);
     }
 
     @Override
     public String toString() {
         return "Descriptor[" + backend + " " + segmentName + " (" + segmentSize + " bytes) @" + offset + "+" + length
+                + (memoryHandle.length == 0 ? "" : ", memory " + HexFormat.of().formatHex(memoryHandle, 0, 8) + "...")
                 + ", counter " + counterFileName + "#" + slot
                 + (eventHandle.length == 0 ? "" : ", event " + HexFormat.of().formatHex(eventHandle, 0, 8) + "...")
                 + (tensor == null ? ", raw" : ", " + tensor)

@@ -24,9 +24,10 @@ import java.util.function.Predicate;
  *  offset size type      field
  *  ------ ---- --------- ---------------------------------------------------------------
  *     0     4  u8[4]     magic: ASCII "RFSD" (bytes 52 46 53 44)
- *     4     2  u16       format version: 1
+ *     4     2  u16       format version: 2
  *     6     2  u16       flags: bit 0 TENSOR (a tensor layout follows), bit 1 EVENT (an
- *                        event handle follows); every other bit 0
+ *                        event handle follows), bit 2 MEMORY (a memory handle follows; set
+ *                        exactly when the backend is CUDA); every other bit 0
  *     8     4  u32       total length of the encoding in bytes, header included
  *    12     1  u8        backend: 1 HOST, 2 CUDA
  *    13     1  u8        dtype code (see DType; 1..10), 0 without TENSOR
@@ -42,19 +43,22 @@ import java.util.function.Predicate;
  *    56     8  i64       sender pid, &gt; 0
  *    64     8  i64       sender start time in clock ticks since boot, &gt;= 0
  *  ------ ---- --------- --------------------------------------------- end of fixed header
- *    72    64  u8[64]    CUDA interprocess event handle            (only with EVENT)
+ *    72    64  u8[64]    CUDA IPC memory handle of the segment     (only with MEMORY)
+ *     .    64  u8[64]    CUDA interprocess event handle            (only with EVENT)
  *     .   8*r  i64[r]    tensor shape, outermost first             (only with TENSOR)
  *     .   8*r  i64[r]    tensor strides in elements                (only with TENSOR)
  *     .     n  ASCII     segment name
  *     .     m  ASCII     counter file name
  *
- *  total = 72 + (EVENT ? 64 : 0) + (TENSOR ? 16*r : 0) + n + m   (at most 648)
+ *  total = 72 + (MEMORY ? 64 : 0) + (EVENT ? 64 : 0) + (TENSOR ? 16*r : 0) + n + m   (at most 712)
  * </pre>
  *
  * Every integer field sits at an offset that is a multiple of its size, counted from the
  * start of the encoding. Names are {@code [A-Za-z0-9_-]} only. The tensor's storage offset,
  * shape and strides are relative to the block (byte {@code offset} of the segment), and
- * its elements must lie within the block's {@code length}. A Python reader of the header:
+ * its elements must lie within the block's {@code length}. The two handles are opaque bytes
+ * ({@code CUipcMemHandle} and {@code CUipcEventHandle}, passed to the driver as they are). A
+ * Python reader of the header:
  * {@code struct.unpack_from("<4sHHIBBBBB3xiqqqqqq", buf)}.
  *
  * <p><b>Decoding is strict</b>, because the bytes come from another process: the input must
@@ -68,24 +72,26 @@ import java.util.function.Predicate;
  * decoded cannot make one field be checked and another value used.
  *
  * <p>The format version changes whenever the layout does; a reader refuses versions it
- * does not know rather than guess.
+ * does not know rather than guess. Version 2 added the memory handle (version 1 CUDA
+ * descriptors could not say which allocation to open).
  */
 public final class DescriptorCodec {
 
     /** ASCII "RFSD" read as a little-endian u32. */
     public static final int MAGIC = 'R' | 'F' << 8 | 'S' << 16 | 'D' << 24;
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     /** Size of the fixed header. */
     public static final int HEADER_BYTES = 72;
     /**
-     * Upper bound on an encoding, of this version (at most 648 bytes) and of any later one:
+     * Upper bound on an encoding, of this version (at most 712 bytes) and of any later one:
      * transports may size their cells by it. Larger inputs are refused before being read.
      */
     public static final int MAX_ENCODED_BYTES = 1024;
 
     public static final int FLAG_TENSOR = 1;
     public static final int FLAG_EVENT = 1 << 1;
-    private static final int KNOWN_FLAGS = FLAG_TENSOR | FLAG_EVENT;
+    public static final int FLAG_MEMORY = 1 << 2;
+    private static final int KNOWN_FLAGS = FLAG_TENSOR | FLAG_EVENT | FLAG_MEMORY;
 
     // byte offsets of the fixed header fields
     private static final int OFF_MAGIC = 0;
@@ -125,6 +131,9 @@ public final class DescriptorCodec {
     /** Bytes {@link #encode} writes for {@code d}. */
     public static int encodedSize(Descriptor d) {
         int size = HEADER_BYTES + d.segmentName().length() + d.counterFileName().length();
+        if (d.backend() == Backend.CUDA) {
+            size += Descriptor.MEMORY_HANDLE_BYTES;
+        }
         if (d.hasEvent()) {
             size += Descriptor.EVENT_HANDLE_BYTES;
         }
@@ -151,7 +160,8 @@ public final class DescriptorCodec {
         int size = encodedSize(d);
         Objects.checkFromIndexSize(offset, size, dst.byteSize());
         TensorLayout t = d.tensor();
-        int flags = (t != null ? FLAG_TENSOR : 0) | (d.hasEvent() ? FLAG_EVENT : 0);
+        boolean hasMemory = d.backend() == Backend.CUDA;
+        int flags = (t != null ? FLAG_TENSOR : 0) | (d.hasEvent() ? FLAG_EVENT : 0) | (hasMemory ? FLAG_MEMORY : 0);
         MemorySegment out = dst.asSlice(offset, size);
         out.set(I32, OFF_MAGIC, MAGIC);
         out.set(U16, OFF_VERSION, (short) VERSION);
@@ -171,6 +181,10 @@ public final class DescriptorCodec {
         out.set(I64, OFF_SENDER_PID, d.senderPid());
         out.set(I64, OFF_SENDER_START, d.senderStartTicks());
         long at = HEADER_BYTES;
+        if (hasMemory) {
+            MemorySegment.copy(d.memoryHandle(), 0, out, U8, at, Descriptor.MEMORY_HANDLE_BYTES);
+            at += Descriptor.MEMORY_HANDLE_BYTES;
+        }
         if (d.hasEvent()) {
             MemorySegment.copy(d.eventHandle(), 0, out, U8, at, Descriptor.EVENT_HANDLE_BYTES);
             at += Descriptor.EVENT_HANDLE_BYTES;
@@ -275,6 +289,7 @@ public final class DescriptorCodec {
             }
             boolean hasTensor = (flags & FLAG_TENSOR) != 0;
             boolean hasEvent = (flags & FLAG_EVENT) != 0;
+            boolean hasMemory = (flags & FLAG_MEMORY) != 0;
 
             Backend backend;
             try {
@@ -284,6 +299,10 @@ public final class DescriptorCodec {
             }
             if (hasEvent && backend != Backend.CUDA) {
                 throw bad("event handle flag set on a " + backend + " descriptor: only CUDA blocks carry one");
+            }
+            if (hasMemory != (backend == Backend.CUDA)) {
+                throw bad(hasMemory ? "memory handle flag set on a " + backend + " descriptor: only CUDA blocks carry one"
+                        : "CUDA descriptor without the memory handle flag: a CUDA block must name its allocation");
             }
             int dtypeCode = u8(OFF_DTYPE);
             int rank = u8(OFF_RANK);
@@ -310,7 +329,8 @@ public final class DescriptorCodec {
                     throw bad(String.format("reserved byte at offset %d is 0x%02X, must be 0", OFF_RESERVED + i, b));
                 }
             }
-            long needed = HEADER_BYTES + (hasEvent ? Descriptor.EVENT_HANDLE_BYTES : 0)
+            long needed = HEADER_BYTES + (hasMemory ? Descriptor.MEMORY_HANDLE_BYTES : 0)
+                    + (hasEvent ? Descriptor.EVENT_HANDLE_BYTES : 0)
                     + (hasTensor ? 2L * Long.BYTES * rank : 0) + segmentNameLength + counterNameLength;
             if (needed != total) {
                 throw bad("total length says " + total + " bytes but the fields it announces take " + needed);
@@ -322,6 +342,8 @@ public final class DescriptorCodec {
                 throw bad("slot is negative: " + slot);
             }
             int at = HEADER_BYTES;
+            byte[] memory = hasMemory ? Arrays.copyOfRange(bytes, at, at + Descriptor.MEMORY_HANDLE_BYTES) : NO_BYTES;
+            at += memory.length;
             byte[] event = hasEvent ? Arrays.copyOfRange(bytes, at, at + Descriptor.EVENT_HANDLE_BYTES) : NO_BYTES;
             at += event.length;
             TensorLayout tensor = null;
@@ -346,7 +368,7 @@ public final class DescriptorCodec {
             Descriptor d;
             try {
                 d = new Descriptor(backend, segmentName, i64(OFF_SEGMENT_SIZE), i64(OFF_OFFSET),
-                        i64(OFF_LENGTH), counterFileName, slot, event, tensor, i64(OFF_SENDER_PID),
+                        i64(OFF_LENGTH), memory, counterFileName, slot, event, tensor, i64(OFF_SENDER_PID),
                         i64(OFF_SENDER_START));
             } catch (IllegalArgumentException e) {
                 throw new InvalidDataException("malformed descriptor: " + e.getMessage(), e);

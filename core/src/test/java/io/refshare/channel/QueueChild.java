@@ -1,11 +1,16 @@
 package io.refshare.channel;
 
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
 
 import java.io.DataOutputStream;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -16,15 +21,22 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code claim-read DIR NAME}: claims the head cell as a consumer, says so, then
  *     hangs (to be killed holding the claim)</li>
  * <li>{@code claim-write DIR NAME}: the same for the tail cell, as a producer</li>
- * <li>{@code produce DIR NAME PRODUCER COUNT [record]}: offers COUNT test messages;
- *     with {@code record}, prints each sequence number once its offer returned</li>
- * <li>{@code consume DIR NAME RESULT [record]}: polls until the queue is closed and
- *     empty, checking every message, then writes (producer, sequence) pairs to RESULT;
- *     with {@code record}, prints each sequence number once its poll returned</li>
+ * <li>{@code produce DIR NAME PRODUCER COUNT}: offers COUNT test messages</li>
+ * <li>{@code consume DIR NAME RESULT}: polls until the queue is closed and empty,
+ *     checking every message and the order of each producer's, then writes
+ *     (producer, sequence) pairs to RESULT</li>
+ * <li>{@code consume-mark DIR NAME MARKS}: polls until closed, checking every message,
+ *     and right after each poll returns sets the message's byte in the segment file
+ *     MARKS (at 8 + sequence) and adds one to the count at 0</li>
+ * <li>{@code produce-mark DIR NAME MARKS PRODUCER COUNT}: offers, marking each message
+ *     the same way once its offer returned</li>
  * </ul>
+ * Marking costs no system call, so a kill is likely to land inside a queue operation.
  * Exit codes: 0 done, 2 usage, 3 a check failed.
  */
 public final class QueueChild {
+    static final VarHandle MARK_COUNT = ValueLayout.JAVA_LONG.varHandle();
+
     private QueueChild() {
     }
 
@@ -33,15 +45,17 @@ public final class QueueChild {
             System.err.println("usage: QueueChild MODE DIR NAME ...");
             System.exit(2);
         }
-        ShmDirectory dir = new ShmDirectory(Path.of(args[1]), "rstest", ShmDirectory.OWNER_ONLY);
+        ShmDirectory dir = new ShmDirectory(Path.of(args[1]), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
         PrintStream out = new PrintStream(System.out, true);
         try (ShmQueue queue = ShmQueue.open(dir, args[2])) {
             switch (args[0]) {
                 case "claim-read" -> hang(out, queue.claimReadable());
                 case "claim-write" -> hang(out, queue.claimWritable());
-                case "produce" -> produce(queue, Integer.parseInt(args[3]), Long.parseLong(args[4]),
-                        args.length > 5 ? out : null);
-                case "consume" -> consume(queue, Path.of(args[3]), args.length > 4 ? out : null);
+                case "produce" -> produce(queue, Integer.parseInt(args[3]), Long.parseLong(args[4]));
+                case "consume" -> consume(queue, Path.of(args[3]));
+                case "consume-mark" -> consumeMarking(queue, dir, args[3]);
+                case "produce-mark" -> produceMarking(queue, dir, args[3], Integer.parseInt(args[4]),
+                        Long.parseLong(args[5]));
                 default -> {
                     System.err.println("unknown mode " + args[0]);
                     System.exit(2);
@@ -53,25 +67,56 @@ public final class QueueChild {
         }
     }
 
+    private static void consumeMarking(ShmQueue queue, ShmDirectory dir, String marks) throws InterruptedException {
+        try (ShmFile file = dir.open(marks, ShmKind.SEGMENT, 8)) {
+            MemorySegment m = file.segment();
+            while (true) {
+                byte[] message;
+                try {
+                    message = queue.poll(60, TimeUnit.SECONDS);
+                } catch (QueueClosedException closed) {
+                    return;
+                }
+                if (message == null) {
+                    throw new AssertionError("no message for a minute and the queue is not closed");
+                }
+                mark(m, TestMessages.sequence(message));
+            }
+        }
+    }
+
+    private static void produceMarking(ShmQueue queue, ShmDirectory dir, String marks, int producer, long count)
+            throws InterruptedException {
+        try (ShmFile file = dir.open(marks, ShmKind.SEGMENT, 8 + count)) {
+            MemorySegment m = file.segment();
+            for (long seq = 0; seq < count; seq++) {
+                if (!queue.offer(TestMessages.encode(producer, seq), 60, TimeUnit.SECONDS)) {
+                    throw new AssertionError("queue stayed full for a minute at message " + seq);
+                }
+                mark(m, seq);
+            }
+        }
+    }
+
+    private static void mark(MemorySegment marks, long seq) {
+        marks.set(ValueLayout.JAVA_BYTE, 8 + seq, (byte) 1);
+        MARK_COUNT.getAndAdd(marks, 0L, 1L);
+    }
+
     private static void hang(PrintStream out, long position) throws InterruptedException {
         out.println("CLAIMED " + position);
         Thread.sleep(Long.MAX_VALUE);
     }
 
-    private static void produce(ShmQueue queue, int producer, long count, PrintStream record)
-            throws InterruptedException {
+    private static void produce(ShmQueue queue, int producer, long count) throws InterruptedException {
         for (long seq = 0; seq < count; seq++) {
             if (!queue.offer(TestMessages.encode(producer, seq), 60, TimeUnit.SECONDS)) {
                 throw new AssertionError("queue stayed full for a minute at message " + seq);
             }
-            if (record != null) {
-                record.println(seq);
-            }
         }
     }
 
-    private static void consume(ShmQueue queue, Path result, PrintStream record)
-            throws InterruptedException, IOException {
+    private static void consume(ShmQueue queue, Path result) throws InterruptedException, IOException {
         try (DataOutputStream data = new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(result)))) {
             long[] lastSeen = new long[64];
             java.util.Arrays.fill(lastSeen, -1);
@@ -87,9 +132,6 @@ public final class QueueChild {
                 }
                 int producer = TestMessages.producer(m);
                 long seq = TestMessages.sequence(m);
-                if (record != null) {
-                    record.println(seq);
-                }
                 if (seq <= lastSeen[producer]) {
                     throw new AssertionError("producer " + producer + ": " + seq + " after " + lastSeen[producer]);
                 }

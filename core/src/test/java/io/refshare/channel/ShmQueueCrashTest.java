@@ -1,23 +1,20 @@
 package io.refshare.channel;
 
+import io.refshare.channel.ShmQueueLayout.Geometry;
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static java.util.concurrent.TimeUnit.SECONDS;
@@ -29,66 +26,32 @@ import static org.junit.jupiter.api.Assertions.*;
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShmQueueCrashTest {
-    private static final int MARKER_PRODUCER = 9;
-
-    @TempDir
-    Path temp;
-    private ShmTestDirectory shm;
+    private TempShm shm;
     private ShmDirectory dir;
-    private ExecutorService threads;
 
     @BeforeEach
-    void setUp() throws Exception {
-        shm = new ShmTestDirectory();
+    void setUp() {
+        shm = new TempShm();
         dir = shm.directory();
-        threads = Executors.newCachedThreadPool();
     }
 
     @AfterEach
-    void tearDown() throws Exception {
-        threads.shutdownNow();
-        assertTrue(threads.awaitTermination(10, SECONDS), "test threads still running");
-        try {
-            assertEquals(0, shm.fileCount(), "queue files left behind");
-        } finally {
-            shm.close();
-        }
+    void tearDown() {
+        shm.close(); // fails the test if a file was left behind
     }
 
-    private ChildJvm child(String log, String mode, String name, String... more) throws IOException {
+    private ChildJvm child(String mode, String name, String... more) {
         List<String> args = new ArrayList<>(List.of(mode, shm.path().toString(), name));
         args.addAll(List.of(more));
-        return ChildJvm.start(QueueChild.class, temp.resolve(log), args.toArray(String[]::new));
-    }
-
-    /** Complete lines the child wrote so far (a line cut by the kill is not one). */
-    private static List<String> lines(ChildJvm child) throws IOException {
-        String text = Files.readString(child.output(), StandardCharsets.UTF_8);
-        List<String> lines = new ArrayList<>(List.of(text.split("\n", -1)));
-        lines.removeLast(); // empty after the last newline, or a torn line
-        return lines;
-    }
-
-    private static void awaitLine(ChildJvm child, String prefix) throws Exception {
-        while (lines(child).stream().noneMatch(l -> l.startsWith(prefix))) {
-            assertTrue(child.process().isAlive(), () -> "child exited early: " + ShmQueueMultiProcessTest.log(child));
-            Thread.sleep(5);
-        }
-    }
-
-    private static void awaitLineCount(ChildJvm child, int count) throws Exception {
-        while (lines(child).size() < count) {
-            assertTrue(child.process().isAlive(), () -> "child exited early: " + ShmQueueMultiProcessTest.log(child));
-            Thread.sleep(5);
-        }
+        return ChildJvm.start(QueueChild.class, args.toArray(String[]::new));
     }
 
     @Test
     void aMessageClaimedByAConsumerThatDiedIsDeliveredToAnotherExactlyOnce() throws Exception {
-        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = child("claim-read.log", "claim-read", q.name())) {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = child("claim-read", q.name())) {
             assertTrue(q.offer(TestMessages.encode(1, 0)));
             assertTrue(q.offer(TestMessages.encode(1, 1)));
-            awaitLine(c, "CLAIMED 0");
+            assertEquals("0", c.expect("CLAIMED"));
             assertEquals(2, q.stats().participants().size());
             c.kill();
 
@@ -103,9 +66,9 @@ class ShmQueueCrashTest {
 
     @Test
     void aPositionClaimedByAProducerThatDiedIsSkipped() throws Exception {
-        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = child("claim-write.log", "claim-write", q.name())) {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = child("claim-write", q.name())) {
             assertTrue(q.offer(TestMessages.encode(1, 0)));
-            awaitLine(c, "CLAIMED 1");
+            assertEquals("1", c.expect("CLAIMED"));
             assertTrue(q.offer(TestMessages.encode(1, 2)));
             c.kill();
 
@@ -124,10 +87,10 @@ class ShmQueueCrashTest {
 
     @Test
     void aProducerBlockedByADeadConsumersCellRepublishesItInPlace() throws Exception {
-        try (ShmQueue q = ShmQueue.create(dir, 2, 64); ChildJvm c = child("claim-read.log", "claim-read", q.name())) {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 64); ChildJvm c = child("claim-read", q.name())) {
             assertTrue(q.offer(TestMessages.encode(1, 0)));
             assertTrue(q.offer(TestMessages.encode(1, 1)));
-            awaitLine(c, "CLAIMED 0");
+            assertEquals("0", c.expect("CLAIMED"));
             c.kill();
             assertEquals(1, TestMessages.sequence(q.poll()));
 
@@ -142,7 +105,7 @@ class ShmQueueCrashTest {
     @Test
     void aConsumerKilledAsleepLeavesNoSleeperBehind() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 4, 64); QueueFileView view = new QueueFileView(dir, q.name());
-                ChildJvm c = child("sleeper.log", "consume", q.name(), temp.resolve("sleeper.bin").toString())) {
+                ChildJvm c = child("consume", q.name(), "/dev/null")) {
             view.awaitSleepingConsumer();
             c.kill();
             assertEquals(1, view.consumersSleeping(), "the dead sleeper is still counted");
@@ -153,78 +116,33 @@ class ShmQueueCrashTest {
     }
 
     @Test
-    void aConsumerKilledMidStreamLosesAtMostTheMessageItsPollHadReturned() throws Exception {
-        int total = 20_000;
-        try (ShmQueue q = ShmQueue.create(dir, 8, 64);
-                ChildJvm c = child("consumer.log", "consume", q.name(), temp.resolve("c.bin").toString(), "record")) {
-            Future<?> producer = threads.submit(() -> {
-                for (long s = 0; s < total; s++) {
-                    assertTrue(q.offer(TestMessages.encode(1, s), 30, SECONDS));
-                }
-                return null;
-            });
-            awaitLineCount(c, 2_000);
-            c.kill();
+    void aParticipantOfAnotherPidNamespaceIsNeverJudgedDead() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 64, 4); QueueFileView view = new QueueFileView(dir, q.name())) {
+            // a participant whose pid names no process here, holding position 0 as a producer
+            long pid = ShmQueueLayout.unpackIdentity(-1L).pid();
+            while (Files.exists(Path.of("/proc", Long.toString(pid)))) {
+                pid--;
+            }
+            Geometry g = Geometry.of(2, 64, 4);
+            MemorySegment m = view.segment();
+            int entry = 3;
+            m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_IDENTITY,
+                    ShmQueueLayout.packIdentity(new ProcessIdentity(pid, 12345)));
+            m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_PID_NAMESPACE,
+                    Liveness.ownPidNamespace() + 1);
+            m.set(ShmQueueLayout.LE_LONG, g.cellOffset(0) + ShmQueueLayout.CELL_WORD, ShmQueueLayout.writing(0, entry));
+            m.set(ShmQueueLayout.LE_LONG, ShmQueueLayout.TAIL_OFFSET, 1L);
 
-            Set<Long> mine = new HashSet<>();
-            while (!producer.isDone()) {
-                byte[] m = q.poll(100, TimeUnit.MILLISECONDS);
-                if (m != null) {
-                    assertTrue(mine.add(TestMessages.sequence(m)), "taken twice by this process");
-                }
-            }
-            producer.get();
-            q.markClosed();
-            while (true) {
-                byte[] m;
-                try {
-                    m = q.poll(30, SECONDS);
-                } catch (QueueClosedException drained) {
-                    break; // "closed and empty" includes: no message held by a dead consumer
-                }
-                assertTrue(mine.add(TestMessages.sequence(m)), "taken twice by this process");
-            }
-            Set<Long> theirs = new HashSet<>();
-            for (String line : lines(c)) {
-                assertTrue(theirs.add(Long.parseLong(line)), "taken twice by the child: " + line);
-            }
-            Set<Long> overlap = new HashSet<>(mine);
-            overlap.retainAll(theirs);
-            assertEquals(Set.of(), overlap, "messages delivered to both processes");
-            int missing = total - mine.size() - theirs.size();
-            assertTrue(missing == 0 || missing == 1, missing + " messages lost");
-            assertEquals(1, q.stats().participants().size());
-        }
-    }
+            q.recover();
+            assertEquals(2, q.stats().participants().size(), "another namespace's pid proves nothing here");
+            assertNull(q.poll(), "its claim on position 0 stands");
 
-    @Test
-    void aProducerKilledMidStreamNeitherWedgesTheQueueNorTearsAMessage() throws Exception {
-        try (ShmQueue q = ShmQueue.create(dir, 8, 64);
-                ChildJvm c = child("producer.log", "produce", q.name(), "1", "100000000", "record")) {
-            List<Long> received = new ArrayList<>();
-            boolean killed = false;
-            while (true) {
-                byte[] m = q.poll(100, TimeUnit.MILLISECONDS);
-                if (m != null && TestMessages.producer(m) == MARKER_PRODUCER) {
-                    break;
-                }
-                if (m != null) {
-                    received.add(TestMessages.sequence(m));
-                }
-                if (!killed && (received.size() & 255) == 0 && lines(c).size() >= 2_000) {
-                    c.kill();
-                    killed = true;
-                    assertTrue(q.offer(TestMessages.encode(MARKER_PRODUCER, 0), 30, SECONDS));
-                }
-            }
-            for (int i = 0; i < received.size(); i++) {
-                assertEquals(i, received.get(i), "the dead producer's messages arrive whole and in order");
-            }
-            int recorded = lines(c).size();
-            assertTrue(received.size() == recorded || received.size() == recorded + 1,
-                    received.size() + " received, " + recorded + " offers returned before the kill");
-            assertNull(q.poll());
-            assertEquals(1, q.stats().participants().size());
+            m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_PID_NAMESPACE,
+                    Liveness.ownPidNamespace());
+            q.recover();
+            assertEquals(1, q.stats().participants().size(), "in our namespace the same pid is dead");
+            assertTrue(q.offer(TestMessages.encode(1, 1)));
+            assertEquals(1, TestMessages.sequence(q.poll()), "position 0 was skipped");
         }
     }
 }

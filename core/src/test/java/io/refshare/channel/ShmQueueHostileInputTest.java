@@ -3,6 +3,7 @@ package io.refshare.channel;
 import io.refshare.InvalidDataException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.testing.TempShm;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import org.junit.jupiter.api.AfterEach;
@@ -22,22 +23,18 @@ import static org.junit.jupiter.api.Assertions.*;
 /** Bytes in a queue file are written by other processes: none of them may crash or wedge a reader. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ShmQueueHostileInputTest {
-    private ShmTestDirectory shm;
+    private TempShm shm;
     private ShmDirectory dir;
 
     @BeforeEach
-    void setUp() throws Exception {
-        shm = new ShmTestDirectory();
+    void setUp() {
+        shm = new TempShm();
         dir = shm.directory();
     }
 
     @AfterEach
-    void tearDown() throws Exception {
-        try {
-            assertEquals(0, shm.fileCount(), "queue files left behind");
-        } finally {
-            shm.close();
-        }
+    void tearDown() {
+        shm.close(); // fails the test if a file was left behind
     }
 
     private void assertOpenRefused(Consumer<MemorySegment> corruption, String expected) {
@@ -153,6 +150,35 @@ class ShmQueueHostileInputTest {
             q.recover();
             assertNull(q.poll(), "the garbage claim blocks position 0; nothing is delivered from it");
             assertEquals(1, q.stats().participants().size());
+        }
+    }
+
+    @Test
+    void cellsOverwrittenFarAheadOfTheHintsAreRefusedNotWalked() {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            Geometry g = Geometry.of(4, 32, DEFAULT_PARTICIPANTS);
+            for (int c = 0; c < 4; c++) {
+                view.segment().set(LE_LONG, g.cellOffset(c) + CELL_WORD, full(c + 4L * 1_000_000_000));
+            }
+            InvalidDataException e = assertThrows(InvalidDataException.class, q::poll);
+            assertTrue(e.getMessage().contains("corrupt"), e.getMessage());
+            assertThrows(InvalidDataException.class, () -> q.offer(new byte[1]));
+            assertNotNull(q.stats());
+        }
+    }
+
+    @Test
+    void garbageInTheParticipantTableAndHeaderLeavesStatsAnswering() {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 32, 4); QueueFileView view = new QueueFileView(dir, q.name())) {
+            Geometry g = Geometry.of(2, 32, 4);
+            view.segment().set(LE_LONG, g.participantOffset(2) + PARTICIPANT_IDENTITY, 1L << 30); // pid 0
+            view.segment().set(LE_LONG, OWNER_PID_OFFSET, -9L);
+            q.recover();
+            QueueStats stats = q.stats();
+            assertEquals(1, stats.participants().size());
+            assertEquals(q.owner(), stats.owner(), "the owner as checked when the file was opened");
+            assertTrue(q.offer(new byte[] {1}));
+            assertArrayEquals(new byte[] {1}, q.poll());
         }
     }
 }

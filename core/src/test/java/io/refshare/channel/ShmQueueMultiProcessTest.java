@@ -1,6 +1,8 @@
 package io.refshare.channel;
 
 import io.refshare.shm.ShmDirectory;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -27,22 +29,18 @@ class ShmQueueMultiProcessTest {
 
     @TempDir
     Path temp;
-    private ShmTestDirectory shm;
+    private TempShm shm;
     private ShmDirectory dir;
 
     @BeforeEach
-    void setUp() throws Exception {
-        shm = new ShmTestDirectory();
+    void setUp() {
+        shm = new TempShm();
         dir = shm.directory();
     }
 
     @AfterEach
-    void tearDown() throws Exception {
-        try {
-            assertEquals(0, shm.fileCount(), "queue files left behind");
-        } finally {
-            shm.close();
-        }
+    void tearDown() {
+        shm.close(); // fails the test if a file was left behind
     }
 
     @Test
@@ -54,21 +52,18 @@ class ShmQueueMultiProcessTest {
             for (int c = 0; c < CONSUMERS; c++) {
                 Path result = temp.resolve("consumer-" + c + ".bin");
                 results.add(result);
-                children.add(ChildJvm.start(QueueChild.class, temp.resolve("consumer-" + c + ".log"), "consume", d,
-                        q.name(), result.toString()));
+                children.add(ChildJvm.start(QueueChild.class, "consume", d, q.name(), result.toString()));
             }
             for (int p = 0; p < PRODUCERS; p++) {
-                children.add(ChildJvm.start(QueueChild.class, temp.resolve("producer-" + p + ".log"), "produce", d,
-                        q.name(), Integer.toString(p), Integer.toString(PER_PRODUCER)));
+                children.add(ChildJvm.start(QueueChild.class, "produce", d, q.name(), Integer.toString(p),
+                        Integer.toString(PER_PRODUCER)));
             }
             for (int p = 0; p < PRODUCERS; p++) {
-                ChildJvm producer = children.get(CONSUMERS + p);
-                assertEquals(0, producer.awaitExit(150, TimeUnit.SECONDS), () -> log(producer));
+                assertEquals(0, children.get(CONSUMERS + p).waitFor(), "producer " + p + " failed (see its stderr)");
             }
             q.markClosed();
             for (int c = 0; c < CONSUMERS; c++) {
-                ChildJvm consumer = children.get(c);
-                assertEquals(0, consumer.awaitExit(60, TimeUnit.SECONDS), () -> log(consumer));
+                assertEquals(0, children.get(c).waitFor(), "consumer " + c + " failed (see its stderr)");
             }
 
             int[][] taken = new int[PRODUCERS][PER_PRODUCER];
@@ -101,14 +96,6 @@ class ShmQueueMultiProcessTest {
             for (ChildJvm child : children) {
                 child.close();
             }
-        }
-    }
-
-    static String log(ChildJvm child) {
-        try {
-            return "child output:\n" + Files.readString(child.output());
-        } catch (Exception e) {
-            return "child output unreadable: " + e;
         }
     }
 }

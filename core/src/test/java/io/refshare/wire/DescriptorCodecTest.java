@@ -23,6 +23,7 @@ import java.util.Random;
 import java.util.function.Consumer;
 
 import static io.refshare.wire.DescriptorTest.CNT;
+import static io.refshare.wire.DescriptorTest.MEMORY;
 import static io.refshare.wire.DescriptorTest.SEG;
 import static io.refshare.wire.DescriptorTest.SENDER;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -53,7 +54,7 @@ class DescriptorCodecTest {
 
     private static Descriptor cudaEvent() {
         TensorLayout t = TensorLayout.contiguous(DType.BFLOAT16, 2, 3, 4).transpose(0, 2);
-        return Descriptor.cuda(SEG, 2 << 20, 1 << 20, 1 << 20, CNT, 9_999, event(1), t, SENDER);
+        return Descriptor.cuda(SEG, 2 << 20, 1 << 20, 1 << 20, MEMORY, CNT, 9_999, event(1), t, SENDER);
     }
 
     /** The largest encoding this version can produce. */
@@ -62,12 +63,12 @@ class DescriptorCodecTest {
         Arrays.fill(shape, 2);
         TensorLayout t = TensorLayout.contiguous(DType.FLOAT64, shape);
         return new Descriptor(Backend.CUDA, "S".repeat(128), Long.MAX_VALUE, Long.MAX_VALUE - t.byteSpan(),
-                t.byteSpan(), "C".repeat(128), Integer.MAX_VALUE, event(2), t, Long.MAX_VALUE, Long.MAX_VALUE);
+                t.byteSpan(), MEMORY, "C".repeat(128), Integer.MAX_VALUE, event(2), t, Long.MAX_VALUE, Long.MAX_VALUE);
     }
 
     private static List<Descriptor> samples() {
         return List.of(hostTensor(), hostRaw(), cudaEvent(), largest(),
-                Descriptor.cuda(SEG, 64, 0, 0, CNT, 0, new byte[0], null, SENDER),
+                Descriptor.cuda(SEG, 64, 0, 0, MEMORY, CNT, 0, new byte[0], null, SENDER),
                 Descriptor.host("a", 1, 1, 0, "b", 0, new TensorLayout(DType.BOOL, new long[] {0}, new long[] {1}, 0),
                         new ProcessIdentity(1, 0)));
     }
@@ -91,7 +92,8 @@ class DescriptorCodecTest {
         assertArrayEquals(event(1), cuda.eventHandle());
         assertEquals(Backend.CUDA, cuda.backend());
         assertTrue(roundTrip(hostRaw()).isRawBlock());
-        assertEquals(648, DescriptorCodec.encodedSize(largest()), "the documented maximum");
+        assertArrayEquals(MEMORY, cuda.memoryHandle());
+        assertEquals(712, DescriptorCodec.encodedSize(largest()), "the documented maximum");
     }
 
     @Test
@@ -124,9 +126,11 @@ class DescriptorCodecTest {
         byte[] b = DescriptorCodec.encode(d);
         MemorySegment s = MemorySegment.ofArray(b);
         assertEquals("RFSD", new String(b, 0, 4, StandardCharsets.US_ASCII));
-        assertEquals(1, s.get(U16, 4));
-        assertEquals(DescriptorCodec.FLAG_TENSOR | DescriptorCodec.FLAG_EVENT, s.get(U16, 6));
-        int total = 72 + 64 + 16 * 3 + SEG.length() + CNT.length();
+        assertEquals(2, s.get(U16, 4));
+        assertEquals(DescriptorCodec.FLAG_TENSOR | DescriptorCodec.FLAG_EVENT | DescriptorCodec.FLAG_MEMORY,
+                s.get(U16, 6));
+        assertEquals(0b111, s.get(U16, 6), "the documented bits");
+        int total = 72 + 64 + 64 + 16 * 3 + SEG.length() + CNT.length();
         assertEquals(total, s.get(I32, 8));
         assertEquals(total, b.length);
         assertEquals(2, b[12]);
@@ -142,15 +146,23 @@ class DescriptorCodecTest {
         assertEquals(0, s.get(I64, 48));
         assertEquals(SENDER.pid(), s.get(I64, 56));
         assertEquals(SENDER.startTicks(), s.get(I64, 64));
-        assertArrayEquals(event(1), Arrays.copyOfRange(b, 72, 136));
+        assertArrayEquals(MEMORY, Arrays.copyOfRange(b, 72, 136));
+        assertArrayEquals(event(1), Arrays.copyOfRange(b, 136, 200));
         long[] shape = {4, 3, 2};
         long[] strides = {1, 4, 12};
         for (int i = 0; i < 3; i++) {
-            assertEquals(shape[i], s.get(I64, 136 + 8 * i), "shape[" + i + "]");
-            assertEquals(strides[i], s.get(I64, 160 + 8 * i), "strides[" + i + "]");
+            assertEquals(shape[i], s.get(I64, 200 + 8 * i), "shape[" + i + "]");
+            assertEquals(strides[i], s.get(I64, 224 + 8 * i), "strides[" + i + "]");
         }
-        assertEquals(SEG, new String(b, 184, SEG.length(), StandardCharsets.US_ASCII));
-        assertEquals(CNT, new String(b, 184 + SEG.length(), CNT.length(), StandardCharsets.US_ASCII));
+        assertEquals(SEG, new String(b, 248, SEG.length(), StandardCharsets.US_ASCII));
+        assertEquals(CNT, new String(b, 248 + SEG.length(), CNT.length(), StandardCharsets.US_ASCII));
+
+        // a CUDA block without an event: the memory handle, then straight to the names
+        byte[] noEvent = DescriptorCodec.encode(Descriptor.cuda(SEG, 64, 0, 0, MEMORY, CNT, 0, new byte[0], null, SENDER));
+        assertEquals(DescriptorCodec.FLAG_MEMORY, MemorySegment.ofArray(noEvent).get(U16, 6));
+        assertEquals(72 + 64 + SEG.length() + CNT.length(), noEvent.length);
+        assertArrayEquals(MEMORY, Arrays.copyOfRange(noEvent, 72, 136));
+        assertEquals(SEG, new String(noEvent, 136, SEG.length(), StandardCharsets.US_ASCII));
 
         byte[] raw = DescriptorCodec.encode(hostRaw());
         assertEquals(0, MemorySegment.ofArray(raw).get(U16, 6), "no flags");
@@ -218,9 +230,13 @@ class DescriptorCodecTest {
         byte[] raw = DescriptorCodec.encode(hostRaw());
         rejected(patched(full, s -> s.set(ValueLayout.JAVA_BYTE, 0, (byte) 'X')), "wrong magic");
         rejected(new byte[] {'R', 'F', 'S', 'X', 0, 0}, "wrong magic");
-        rejected(patched(full, s -> s.set(U16, 4, (short) 2)), "unsupported format version 2");
+        rejected(patched(full, s -> s.set(U16, 4, (short) 1)), "unsupported format version 1");
+        rejected(patched(full, s -> s.set(U16, 4, (short) 3)), "unsupported format version 3");
         rejected(patched(full, s -> s.set(U16, 4, (short) 0)), "unsupported format version 0");
-        rejected(patched(full, s -> s.set(U16, 6, (short) 0x8003)), "unknown flags 0x8000");
+        rejected(patched(full, s -> s.set(U16, 6, (short) 0x8007)), "unknown flags 0x8000");
+        rejected(patched(full, s -> s.set(U16, 6, (short) 0x0b)), "unknown flags 0x0008");
+        rejected(patched(full, s -> s.set(U16, 6, (short) 0x03)), "CUDA descriptor without the memory handle flag");
+        rejected(patched(host, s -> s.set(U16, 6, (short) 0x05)), "memory handle flag set on a HOST descriptor");
         rejected(patched(full, s -> s.set(ValueLayout.JAVA_BYTE, 12, (byte) 0)), "unknown backend code 0");
         rejected(patched(full, s -> s.set(ValueLayout.JAVA_BYTE, 12, (byte) 3)), "unknown backend code 3");
         rejected(patched(full, s -> s.set(ValueLayout.JAVA_BYTE, 12, (byte) 1)), "event handle flag set on a HOST");
@@ -265,14 +281,16 @@ class DescriptorCodecTest {
         rejected(patched(full, s -> s.set(I64, 56, 0)), "sender pid must be positive: 0");
         rejected(patched(full, s -> s.set(I64, 56, -7)), "sender pid must be positive: -7");
         rejected(patched(full, s -> s.set(I64, 64, Long.MIN_VALUE)), "sender start ticks is negative");
-        // shape at 136, strides at 160 (after the 64-byte event handle)
-        rejected(patched(full, s -> s.set(I64, 136, -1)), "tensor: shape[0] is negative: -1");
-        rejected(patched(full, s -> s.set(I64, 160 + 16, -3)), "tensor: strides[2] is negative: -3");
-        rejected(patched(full, s -> s.set(I64, 136, Long.MAX_VALUE)), "tensor: element count");
-        rejected(patched(full, s -> s.set(I64, 160, Long.MAX_VALUE)), "tensor: addressed range");
-        rejected(patched(full, s -> s.set(I64, 160, 1 << 20)), "but the block length is");
-        // any bytes are a valid event handle
-        byte[] otherEvent = patched(full, s -> s.set(I64, 72, -1));
+        // shape at 200, strides at 224 (after the 64-byte memory and event handles)
+        rejected(patched(full, s -> s.set(I64, 200, -1)), "tensor: shape[0] is negative: -1");
+        rejected(patched(full, s -> s.set(I64, 224 + 16, -3)), "tensor: strides[2] is negative: -3");
+        rejected(patched(full, s -> s.set(I64, 200, Long.MAX_VALUE)), "tensor: element count");
+        rejected(patched(full, s -> s.set(I64, 224, Long.MAX_VALUE)), "tensor: addressed range");
+        rejected(patched(full, s -> s.set(I64, 224, 1 << 20)), "but the block length is");
+        // any bytes are a valid memory or event handle
+        byte[] otherMemory = patched(full, s -> s.set(I64, 72, -1));
+        assertArrayEquals(otherMemory, DescriptorCodec.encode(DescriptorCodec.decode(otherMemory)));
+        byte[] otherEvent = patched(full, s -> s.set(I64, 136, -1));
         assertArrayEquals(otherEvent, DescriptorCodec.encode(DescriptorCodec.decode(otherEvent)));
     }
 
@@ -360,7 +378,7 @@ class DescriptorCodecTest {
         assertTrue(refused > 50_000, "refused " + refused);
     }
 
-    private static final long[] INTERESTING = {0, 1, -1, 2, 16, 17, 64, 127, 128, 129, 255, 256, 648, 1024,
+    private static final long[] INTERESTING = {0, 1, -1, 2, 16, 17, 64, 127, 128, 129, 255, 256, 648, 712, 1024,
             Integer.MAX_VALUE, Integer.MIN_VALUE, 1L << 32, Long.MAX_VALUE, Long.MIN_VALUE, Long.MAX_VALUE / 2};
 
     private static byte[] mutate(Random r, byte[] b) {

@@ -17,6 +17,16 @@ class DescriptorTest {
     static final String SEG = "refshare-seg-0123456789abcdef0123456789abcdef";
     static final String CNT = "refshare-cnt-fedcba9876543210fedcba9876543210";
     static final ProcessIdentity SENDER = new ProcessIdentity(4242, 987654321L);
+    /** A memory handle whose bytes are all distinct from an event's, so a mix-up shows. */
+    static final byte[] MEMORY = memory(7);
+
+    static byte[] memory(int seed) {
+        byte[] m = new byte[Descriptor.MEMORY_HANDLE_BYTES];
+        for (int i = 0; i < m.length; i++) {
+            m[i] = (byte) (0x80 | (seed * 7 + i));
+        }
+        return m;
+    }
 
     private static byte[] event(int seed) {
         byte[] e = new byte[Descriptor.EVENT_HANDLE_BYTES];
@@ -38,37 +48,46 @@ class DescriptorTest {
         assertEquals(CNT, h.counterFileName());
         assertEquals(17, h.slot());
         assertEquals(0, h.eventHandle().length);
+        assertEquals(0, h.memoryHandle().length);
         assertFalse(h.hasEvent());
         assertEquals(t, h.tensor());
         assertFalse(h.isRawBlock());
         assertEquals(SENDER, h.sender());
 
-        Descriptor c = Descriptor.cuda(SEG, 1 << 20, 0, 1 << 20, CNT, 0, event(1), null, SENDER);
+        Descriptor c = Descriptor.cuda(SEG, 1 << 20, 0, 1 << 20, MEMORY, CNT, 0, event(1), null, SENDER);
         assertEquals(Backend.CUDA, c.backend());
         assertTrue(c.hasEvent());
         assertArrayEquals(event(1), c.eventHandle());
+        assertArrayEquals(MEMORY, c.memoryHandle());
         assertTrue(c.isRawBlock());
         assertNull(c.tensor());
     }
 
     @Test
-    void eventHandleIsCopiedInAndOut() {
+    void handlesAreCopiedInAndOut() {
         byte[] e = event(2);
-        Descriptor d = Descriptor.cuda(SEG, 100, 0, 100, CNT, 0, e, null, SENDER);
+        byte[] m = memory(2);
+        Descriptor d = Descriptor.cuda(SEG, 100, 0, 100, m, CNT, 0, e, null, SENDER);
         e[0] ^= 1;
+        m[0] ^= 1;
         d.eventHandle()[1] ^= 1;
+        d.memoryHandle()[1] ^= 1;
         assertArrayEquals(event(2), d.eventHandle());
+        assertArrayEquals(memory(2), d.memoryHandle());
     }
 
     @Test
     void equalityUsesContents() {
-        Descriptor a = Descriptor.cuda(SEG, 100, 0, 100, CNT, 0, event(3), TensorLayout.contiguous(DType.INT8, 10), SENDER);
-        Descriptor b = Descriptor.cuda(SEG, 100, 0, 100, CNT, 0, event(3), TensorLayout.contiguous(DType.INT8, 10), SENDER);
+        Descriptor a = Descriptor.cuda(SEG, 100, 0, 100, MEMORY, CNT, 0, event(3), TensorLayout.contiguous(DType.INT8, 10), SENDER);
+        Descriptor b = Descriptor.cuda(SEG, 100, 0, 100, MEMORY, CNT, 0, event(3), TensorLayout.contiguous(DType.INT8, 10), SENDER);
         assertEquals(a, b);
         assertEquals(a.hashCode(), b.hashCode());
-        assertNotEquals(a, Descriptor.cuda(SEG, 100, 0, 100, CNT, 0, event(4), a.tensor(), SENDER));
+        assertNotEquals(a, Descriptor.cuda(SEG, 100, 0, 100, MEMORY, CNT, 0, event(4), a.tensor(), SENDER));
         assertNotEquals(a, a.withTensor(null));
-        assertNotEquals(a, Descriptor.cuda(SEG, 100, 0, 100, CNT, 1, event(3), a.tensor(), SENDER));
+        assertNotEquals(a, Descriptor.cuda(SEG, 100, 0, 100, MEMORY, CNT, 1, event(3), a.tensor(), SENDER));
+        assertNotEquals(a, Descriptor.cuda(SEG, 100, 0, 100, memory(8), CNT, 0, event(3), a.tensor(), SENDER));
+        assertEquals(a.withTensor(null).hashCode(), a.withTensor(null).hashCode());
+        assertTrue(a.toString().contains("memory b1b2b3b4b5b6b7b8..."), a.toString());
         assertEquals(a, a.withTensor(null).withTensor(TensorLayout.contiguous(DType.INT8, 10)));
         assertTrue(a.toString().contains(SEG) && a.toString().contains("#0") && a.toString().contains("int8"),
                 a.toString());
@@ -87,7 +106,17 @@ class DescriptorTest {
         refused("slot is negative", () -> Descriptor.host(SEG, 100, 0, 1, CNT, -1, null, SENDER));
         refused("needs 64 bytes but the block length is 63", () -> Descriptor.host(SEG, 100, 0, 63, CNT, 0, t, SENDER));
         refused("event handle must be empty or 64 bytes, was 63",
-                () -> Descriptor.cuda(SEG, 100, 0, 1, CNT, 0, new byte[63], null, SENDER));
+                () -> Descriptor.cuda(SEG, 100, 0, 1, MEMORY, CNT, 0, new byte[63], null, SENDER));
+        refused("a CUDA block needs a 64-byte memory handle, was 0 bytes",
+                () -> Descriptor.cuda(SEG, 100, 0, 1, new byte[0], CNT, 0, new byte[0], null, SENDER));
+        refused("a CUDA block needs a 64-byte memory handle, was 65 bytes",
+                () -> Descriptor.cuda(SEG, 100, 0, 1, new byte[65], CNT, 0, new byte[0], null, SENDER));
+        refused("a CUDA block needs a 64-byte memory handle", () -> new Descriptor(Backend.CUDA, SEG, 100, 0, 1, CNT, 0,
+                new byte[0], null, 1, 0));
+        refused("memory handle on a HOST block", () -> new Descriptor(Backend.HOST, SEG, 100, 0, 1, MEMORY, CNT, 0,
+                new byte[0], null, 1, 0));
+        assertThrows(NullPointerException.class, () -> new Descriptor(Backend.HOST, SEG, 100, 0, 1, null, CNT, 0,
+                new byte[0], null, 1, 0));
         refused("event handle on a HOST block", () -> new Descriptor(Backend.HOST, SEG, 100, 0, 1, CNT, 0, event(0),
                 null, 1, 0));
         refused("sender pid must be positive", () -> new Descriptor(Backend.HOST, SEG, 100, 0, 1, CNT, 0, new byte[0],

@@ -1,0 +1,83 @@
+package io.refshare.cli.bench;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code refshare bench}: refshare against a copy through a Unix domain socket (and
+ * torch.multiprocessing when python3 has torch), side by side, between the same two
+ * processes, in one run.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = {"Measure refshare against a socket copy (and torch): latency, throughput.",
+                "",
+                "Between this process (producer) and one consumer process, for each size:",
+                "one-way latency of a ping-pong (p50/p90/p99) and streaming throughput of",
+                "refshare, of the same bytes copied through a Unix domain socket, and of",
+                "torch.multiprocessing when /usr/bin/python3 can import torch. The table",
+                "goes to standard output, progress to standard error."})
+public final class BenchCommand implements Callable<Integer> {
+    static final List<Long> FULL_SIZES = List.of(1L << 10, 64L << 10, 1L << 20, 16L << 20, 256L << 20);
+    static final List<Long> QUICK_SIZES = List.of(1L << 10, 64L << 10, 1L << 20);
+
+    @Option(names = "--quick", description = "sizes 1KiB,64KiB,1MiB and fewer rounds: well under a minute")
+    boolean quick;
+
+    @Option(names = "--sizes", split = ",", paramLabel = "SIZE,...", hideParamSyntax = true, converter = ByteSize.class,
+            description = "payload sizes, e.g. 1KiB,64KiB,1MiB (default: 1KiB,64KiB,1MiB,16MiB,256MiB; with --quick"
+                    + " 1KiB,64KiB,1MiB)")
+    List<Long> sizes;
+
+    @Option(names = "--iterations", paramLabel = "N", defaultValue = "0",
+            description = "measured ping-pong rounds and streamed messages per size and system "
+                    + "(default: from the size, fewer for large ones)")
+    int iterations;
+
+    @Option(names = "--warmup", paramLabel = "N", description = "ping-pong rounds of each kind before measuring, "
+            + "so both JVMs have compiled their hot paths (default: 20000, with --quick 5000)")
+    Integer warmup;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "also write the raw numbers to DIR/results.json")
+    Path out;
+
+    @Option(names = "--no-torch", description = "do not look for torch")
+    boolean noTorch;
+
+    @Option(names = "--dir", paramLabel = "DIR", defaultValue = "/dev/shm",
+            description = "shared-memory directory (default: ${DEFAULT-VALUE})")
+    Path directory;
+
+    @Option(names = "--prefix", paramLabel = "PREFIX", defaultValue = "refshare",
+            description = "file name prefix (default: ${DEFAULT-VALUE})")
+    String prefix;
+
+    private BenchResults results;
+
+    @Override
+    public Integer call() throws Exception {
+        Settings settings = new Settings(sizes != null ? sizes : quick ? QUICK_SIZES : FULL_SIZES, quick, iterations,
+                warmup != null ? warmup : quick ? 5_000 : 20_000, directory, prefix, !noTorch);
+        if (out != null) {
+            Files.createDirectories(out); // fail before a run of minutes, not after
+        }
+        results = Benchmark.run(settings, System.err);
+        System.out.print(Report.table(results));
+        if (out != null) {
+            Path file = out.resolve("results.json");
+            Files.writeString(file, Report.json(results));
+            System.out.println("raw numbers: " + file);
+        }
+        System.out.flush();
+        return results.cleanup().clean() ? 0 : 1;
+    }
+
+    /** What the last {@link #call()} measured (for tests). */
+    BenchResults results() {
+        return results;
+    }
+}

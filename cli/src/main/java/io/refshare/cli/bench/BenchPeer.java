@@ -1,0 +1,206 @@
+package io.refshare.cli.bench;
+
+import io.refshare.Refshare;
+import io.refshare.RefshareConfig;
+import io.refshare.channel.QueueClosedException;
+import io.refshare.channel.ShareQueue;
+import io.refshare.tensor.Tensor;
+
+import java.io.BufferedReader;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+
+/**
+ * The consumer process of {@code refshare bench}: one child JVM that serves every
+ * measurement of the run, driven by one-line commands on stdin ({@link PeerProcess}),
+ * answering on stdout. For each message it does what the producer's counterpart expects
+ * of a consumer: receive, read the first and last element and 64 bytes
+ * ({@link Payload#read}), take its timestamp, let go, and (in a ping-pong) answer with a
+ * small acknowledgement. Timestamps are kept in arrays and reported at the end of a
+ * measurement, so reporting costs nothing while it runs.
+ * Args: shared-memory directory, file prefix.
+ */
+public final class BenchPeer {
+    static final String READY = "READY";
+    static final String RESULT = "RESULT";
+    static final String ERROR = "ERROR";
+    static final String EXIT = "EXIT";
+    static final String CLOCK = "CLOCK";
+    static final String CONNECT = "CONNECT";
+    static final String CONNECTED = "CONNECTED";
+    /** {@code RS_PINGPONG ping pong rounds mode}: replies {@code RESULT bad readAt...}. */
+    static final String RS_PINGPONG = "RS_PINGPONG";
+    /** {@code RS_STREAM queue messages warmup mode}: replies {@code RESULT bad start end}. */
+    static final String RS_STREAM = "RS_STREAM";
+    /** {@code UDS_PINGPONG rounds size}: replies {@code RESULT bad readAt...}. */
+    static final String UDS_PINGPONG = "UDS_PINGPONG";
+    /** {@code UDS_STREAM messages warmup size}: replies {@code RESULT bad start end}. */
+    static final String UDS_STREAM = "UDS_STREAM";
+
+    private final Refshare rs;
+    private final PrintStream out;
+    private SocketChannel socket;
+
+    private BenchPeer(Refshare rs, PrintStream out) {
+        this.rs = rs;
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0])).withPrefix(args[1]);
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        boolean producerGone = false;
+        try (Refshare rs = Refshare.open(config)) {
+            BenchPeer peer = new BenchPeer(rs, out);
+            peer.reply(READY);
+            try {
+                String line;
+                while ((line = in.readLine()) != null && !line.equals(EXIT)) {
+                    peer.serve(line.split(" "));
+                }
+            } catch (QueueClosedException | EOFException e) {
+                // the producer stopped in the middle (it failed, or was interrupted): not our failure to trace
+                peer.reply(ERROR + " " + e.getMessage());
+                producerGone = true;
+            } catch (Exception e) {
+                peer.reply(ERROR + " " + e);
+                throw e;
+            } finally {
+                if (peer.socket != null) {
+                    peer.socket.close();
+                }
+            }
+        } // closing refshare gives back what this process holds and removes its files
+        if (producerGone) {
+            System.err.println("refshare bench consumer: the producer stopped in the middle of a measurement");
+            System.exit(1);
+        }
+    }
+
+    private void serve(String[] w) throws Exception {
+        switch (w[0]) {
+            case CLOCK -> reply(CLOCK + " " + System.nanoTime());
+            case CONNECT -> {
+                socket = SocketChannel.open(StandardProtocolFamily.UNIX);
+                socket.setOption(StandardSocketOptions.SO_SNDBUF, SocketBench.BUFFER_BYTES);
+                socket.setOption(StandardSocketOptions.SO_RCVBUF, SocketBench.BUFFER_BYTES);
+                socket.connect(UnixDomainSocketAddress.of(w[1]));
+                reply(CONNECTED);
+            }
+            case RS_PINGPONG -> refsharePingPong(w[1], w[2], Integer.parseInt(w[3]), Mode.valueOf(w[4]));
+            case RS_STREAM -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.valueOf(w[4]));
+            case UDS_PINGPONG -> socketPingPong(Integer.parseInt(w[1]), Long.parseLong(w[2]));
+            case UDS_STREAM -> socketStream(Integer.parseInt(w[1]), Integer.parseInt(w[2]), Long.parseLong(w[3]));
+            default -> throw new IllegalArgumentException("unknown command " + w[0]);
+        }
+    }
+
+    private void refsharePingPong(String pingName, String pongName, int rounds, Mode mode) throws InterruptedException {
+        long[] readAt = new long[rounds];
+        int bad = 0;
+        try (ShareQueue ping = ShareQueue.open(rs, pingName);
+             ShareQueue pong = ShareQueue.open(rs, pongName);
+             Tensor ack = rs.allocateBytes(8)) {
+            reply(READY);
+            for (int i = 0; i < rounds; i++) {
+                boolean ok;
+                try (Tensor t = ping.take()) {
+                    ok = Payload.read(t.data(), Payload.tag(mode, i));
+                    readAt[i] = System.nanoTime();
+                } // closed before the ack: a fresh producer can have the block back for its next message
+                if (!ok) {
+                    bad++;
+                }
+                pong.put(ack);
+            }
+        }
+        replyTimestamps(bad, readAt);
+    }
+
+    private void refshareStream(String name, int messages, int warmup, Mode mode) throws InterruptedException {
+        int bad = 0;
+        long start = 0;
+        try (ShareQueue queue = ShareQueue.open(rs, name)) {
+            reply(READY);
+            for (int i = 0; i < messages; i++) {
+                try (Tensor t = queue.take()) {
+                    if (!Payload.read(t.data(), Payload.tag(mode, i))) {
+                        bad++;
+                    }
+                }
+                if (i == warmup - 1) {
+                    start = System.nanoTime();
+                }
+            }
+        }
+        long end = System.nanoTime();
+        reply(RESULT + " " + bad + " " + start + " " + end);
+    }
+
+    private void socketPingPong(int rounds, long size) throws IOException {
+        long[] readAt = new long[rounds];
+        int bad = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(size, 64);
+            ByteBuffer buffer = data.asByteBuffer();
+            ByteBuffer ack = ByteBuffer.allocateDirect(1);
+            reply(READY);
+            for (int i = 0; i < rounds; i++) {
+                SocketIo.readFully(socket, buffer.clear());
+                if (!Payload.read(data, Payload.tag(Mode.REUSE, i))) {
+                    bad++;
+                }
+                readAt[i] = System.nanoTime();
+                SocketIo.writeFully(socket, ack.clear());
+            }
+        }
+        replyTimestamps(bad, readAt);
+    }
+
+    private void socketStream(int messages, int warmup, long size) throws IOException {
+        int bad = 0;
+        long start = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(size, 64);
+            ByteBuffer buffer = data.asByteBuffer();
+            reply(READY);
+            for (int i = 0; i < messages; i++) {
+                SocketIo.readFully(socket, buffer.clear());
+                if (!Payload.read(data, Payload.tag(Mode.REUSE, i))) {
+                    bad++;
+                }
+                if (i == warmup - 1) {
+                    start = System.nanoTime();
+                }
+            }
+        }
+        long end = System.nanoTime();
+        reply(RESULT + " " + bad + " " + start + " " + end);
+    }
+
+    private void replyTimestamps(int bad, long[] readAt) {
+        StringBuilder line = new StringBuilder(RESULT.length() + 20 * (readAt.length + 1)).append(RESULT).append(' ')
+                .append(bad);
+        for (long t : readAt) {
+            line.append(' ').append(t);
+        }
+        reply(line.toString());
+    }
+
+    private void reply(String line) {
+        out.println(line);
+        out.flush();
+    }
+}

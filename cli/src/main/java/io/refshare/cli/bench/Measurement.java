@@ -1,0 +1,12 @@
+package io.refshare.cli.bench;
+
+/**
+ * One system at one size: its ping-pong latency and its streaming throughput.
+ *
+ * @param system   as shown in the table ("refshare reuse", "unix socket copy", ...)
+ * @param baseline true for the copy that the ratios compare against
+ */
+record Measurement(long size, String system, boolean baseline, LatencyStats latency, ThroughputStats throughput) {
+    static final String REFSHARE = "refshare ";
+    static final String SOCKET = "unix socket copy";
+}

@@ -1,0 +1,29 @@
+package io.refshare.cli.bench;
+
+/**
+ * How much to measure at one size. Counts shrink as sizes grow so that copying through
+ * the socket (hundreds of milliseconds per 256 MiB message) keeps the run within minutes,
+ * with floors that still give percentiles some meaning.
+ *
+ * @param pingPongWarmup rounds run and discarded before the measured ones (page faults, caches)
+ * @param pingPongRounds rounds measured
+ * @param streamWarmup   messages streamed before the consumer starts its clock (at least a window)
+ * @param streamMessages messages the consumer times
+ * @param window         capacity of the streaming queue: messages in flight at most
+ */
+record SizePlan(long size, int pingPongWarmup, int pingPongRounds, int streamWarmup, int streamMessages, int window) {
+    private static final long GIB = 1L << 30;
+
+    /**
+     * The plan for {@code size}: {@code iterations > 0} fixes the measured counts, otherwise
+     * they follow the size (fewer for {@code quick}).
+     */
+    static SizePlan of(long size, boolean quick, int iterations) {
+        long budget = quick ? GIB / 4 : 4 * GIB;
+        int rounds = iterations > 0 ? iterations : (int) Math.clamp(budget / size, 30, quick ? 2_000 : 10_000);
+        int messages = iterations > 0 ? iterations : (int) Math.clamp(budget / size, 20, quick ? 20_000 : 200_000);
+        // fresh tensors in flight each hold their own memory: bound the window by bytes too
+        int window = (int) Math.clamp(GIB / size, 4, 64);
+        return new SizePlan(size, Math.max(3, rounds / 10), rounds, Math.max(window, messages / 10), messages, window);
+    }
+}

@@ -1,0 +1,515 @@
+package io.refshare.cuda;
+
+import io.refshare.InvalidDataException;
+import io.refshare.memory.AllocatorStats;
+import io.refshare.memory.CachingAllocator;
+import io.refshare.memory.Segment;
+import io.refshare.share.DeviceSharing;
+import io.refshare.share.ReceivedSegment;
+import io.refshare.share.Sharing;
+import io.refshare.share.Storage;
+import io.refshare.tensor.Tensor;
+import io.refshare.tensor.TensorLayout;
+import io.refshare.wire.Backend;
+import io.refshare.wire.Descriptor;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The CUDA half of one process's sharing engine: device blocks carved from {@code cuMemAlloc}
+ * segments by a caching allocator, the interprocess events that order a consumer after the
+ * producer's device work, and the device segments other processes shared with this one.
+ * Reach it through {@link io.refshare.Refshare#cuda()}; it is created on first use, so a
+ * process that never touches the device never loads a driver. Thread-safe.
+ *
+ * <h2>Stream ordering</h2>
+ * refshare queues this process's device work on one stream, {@link #stream()}. Each send of a
+ * device storage records an interprocess event on that stream (one event per storage,
+ * re-recorded at every send, destroyed when the storage is freed); the receiver makes its
+ * own stream wait for the event before anything it queues afterwards, such as
+ * {@link #copyToHost}. So a producer may write with {@link #copyFromHostAsync} and send at
+ * once: consumers see the written bytes. At most {@link CudaConfig#maxLiveEvents()} events
+ * live at once (1,000 by default, as PyTorch); a send that would need one more synchronizes
+ * the stream instead and carries no event. Work on other streams is the caller's to order
+ * (synchronize it before sending; after receiving, make it wait for {@link #stream()}).
+ *
+ * <h2>Receiving</h2>
+ * A device segment of another process is opened ({@code cuIpcOpenMemHandle}) once, however
+ * many of its blocks arrive, and closed ({@code cuIpcCloseMemHandle}) when the last of them
+ * is closed: after this process's stream has finished with it, and before the block's count
+ * goes back, since the producer may free the memory once it has (and CUDA leaves freeing
+ * before the importer's close undefined). Segments and events of this very process (a block
+ * forwarded back to its producer, two instances in one process) are used directly, never
+ * IPC-opened.
+ *
+ * <h2>Limitations</h2>
+ * Device memory belongs to the producing process: unlike host memory, it does not outlive
+ * that process, and closing the producer's {@code Refshare} frees it even if consumers still
+ * hold blocks. Keep producers alive until their consumers are done.
+ */
+public final class CudaSharing implements DeviceSharing {
+    private static final System.Logger LOG = System.getLogger(CudaSharing.class.getName());
+    private static final byte[] NO_EVENT = new byte[0];
+    /** Send events of every instance in this process, by handle: a receiver here uses them directly. */
+    private static final Map<HandleKey, MemorySegment> OWN_EVENTS = new ConcurrentHashMap<>();
+
+    private final CudaConfig config;
+    private final CudaContext context;
+    private final MemorySegment stream;
+    private final CachingAllocator allocator;
+    // ---- guarded by this ----
+    private final Map<Storage, SendEvent> events = new IdentityHashMap<>();
+    private final Map<HandleKey, Opened> opened = new HashMap<>();
+    private boolean closed;
+    // ----
+    private final LongAdder eventsCreated = new LongAdder();
+    private final LongAdder eventsDestroyed = new LongAdder();
+    private final LongAdder eventSends = new LongAdder();
+    private final LongAdder syncSends = new LongAdder();
+    private final LongAdder eventWaits = new LongAdder();
+    private final LongAdder ipcOpens = new LongAdder();
+    private final LongAdder ipcCloses = new LongAdder();
+
+    /** The event a storage's sends record, and its IPC handle. */
+    private record SendEvent(MemorySegment event, HandleKey handle) {
+    }
+
+    private CudaSharing(CudaConfig config, CudaContext context, MemorySegment stream, CudaBackend backend,
+                        Runnable missHandler) {
+        this.config = config;
+        this.context = context;
+        this.stream = stream;
+        this.allocator = new CachingAllocator(backend, missHandler, CachingAllocator.UNLIMITED);
+    }
+
+    /**
+     * The CUDA half of {@code sharing}, on the device {@code config} names: loads the driver
+     * (see {@link CudaDriver#system()}), retains the device's primary context and creates
+     * the stream. The device allocator's misses collect {@code sharing}'s limbo.
+     *
+     * @throws CudaUnavailableException when there is no driver or no such device
+     */
+    public static CudaSharing open(Sharing sharing, CudaConfig config) {
+        CudaContext context = CudaContext.open(CudaDriver.system(), config.device());
+        try {
+            MemorySegment stream = context.bind().streamCreate(CudaDriver.CU_STREAM_NON_BLOCKING);
+            return new CudaSharing(config, context, stream, new CudaBackend(context, sharing.directory()),
+                    sharing::collect);
+        } catch (RuntimeException e) {
+            try {
+                context.close();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    /** The device, e.g. {@code cuda:0 (NVIDIA H100 80GB HBM3)}. */
+    public CudaContext context() {
+        return context;
+    }
+
+    /** The {@code CUstream} refshare orders this process's device work on, for interop. */
+    public MemorySegment stream() {
+        return stream;
+    }
+
+    // ---- copies -----------------------------------------------------------------------------
+
+    /**
+     * Copies {@code src} into the bytes {@code dst} spans on the device (as
+     * {@link Tensor#data()} would span them on the host) and returns once they are there.
+     */
+    public void copyFromHost(MemorySegment src, Tensor dst) {
+        long address = deviceSpan(dst, src.byteSize());
+        CudaDriver driver = context.bind();
+        if (src.isNative()) {
+            driver.memcpyHtoDAsync(address, src, src.byteSize(), stream);
+        } else {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment staged = arena.allocate(src.byteSize()).copyFrom(src);
+                driver.memcpyHtoDAsync(address, staged, staged.byteSize(), stream);
+                driver.streamSynchronize(stream);
+                return;
+            }
+        }
+        driver.streamSynchronize(stream);
+    }
+
+    /**
+     * Queues the copy of {@code src} into {@code dst} on {@link #stream()} and returns at once;
+     * a later send of {@code dst} orders its consumers after the copy. {@code src} must be
+     * native memory and stay unchanged until the stream has run the copy (after
+     * {@link #synchronize()} or any blocking copy).
+     */
+    public void copyFromHostAsync(MemorySegment src, Tensor dst) {
+        if (!src.isNative()) {
+            throw new IllegalArgumentException("an asynchronous copy needs native memory (an Arena's), not a heap"
+                    + " segment");
+        }
+        context.bind().memcpyHtoDAsync(deviceSpan(dst, src.byteSize()), src, src.byteSize(), stream);
+    }
+
+    /**
+     * Copies the bytes {@code src} spans on the device into {@code dst}, after everything
+     * queued on {@link #stream()} before (for a received tensor: after its producer's work),
+     * and returns once they are there.
+     */
+    public void copyToHost(Tensor src, MemorySegment dst) {
+        long address = deviceSpan(src, dst.byteSize());
+        CudaDriver driver = context.bind();
+        if (dst.isNative()) {
+            driver.memcpyDtoHAsync(dst, address, dst.byteSize(), stream);
+            driver.streamSynchronize(stream);
+        } else {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment staged = arena.allocate(dst.byteSize());
+                driver.memcpyDtoHAsync(staged, address, staged.byteSize(), stream);
+                driver.streamSynchronize(stream);
+                dst.copyFrom(staged);
+            }
+        }
+    }
+
+    /**
+     * The bytes {@code src} spans on the device, copied into new memory of {@code arena}
+     * (see {@link #copyToHost(Tensor, MemorySegment)}).
+     */
+    public MemorySegment copyToHost(Tensor src, Arena arena) {
+        MemorySegment dst = arena.allocate(spanBytes(src.layout()));
+        copyToHost(src, dst);
+        return dst;
+    }
+
+    /** Waits until everything queued on {@link #stream()} has run. */
+    public void synchronize() {
+        context.bind().streamSynchronize(stream);
+    }
+
+    /** The device address of the first byte {@code t} spans, checking it spans {@code hostBytes} bytes. */
+    private static long deviceSpan(Tensor t, long hostBytes) {
+        TensorLayout layout = t.layout();
+        long start = layout.byteOffset();
+        long bytes = spanBytes(layout);
+        if (bytes != hostBytes) {
+            throw new IllegalArgumentException(t + " spans " + bytes + " bytes, the host memory has " + hostBytes);
+        }
+        Storage storage = t.storage();
+        if (storage.backend() != Backend.CUDA) {
+            throw new IllegalArgumentException(t + " is in host memory: use its data() directly");
+        }
+        return storage.deviceAddress() + start;
+    }
+
+    /** Bytes from a tensor's first element to one past its last, as {@link Tensor#data()} spans them. */
+    private static long spanBytes(TensorLayout layout) {
+        return layout.byteSpan() - layout.byteOffset();
+    }
+
+    // ---- DeviceSharing: allocation ------------------------------------------------------------
+
+    @Override
+    public CachingAllocator allocator() {
+        return allocator;
+    }
+
+    @Override
+    public long address(Segment segment) {
+        return ((CudaSegment) segment).address();
+    }
+
+    @Override
+    public byte[] memoryHandle(Segment segment) {
+        return ((CudaSegment) segment).memoryHandle();
+    }
+
+    // ---- DeviceSharing: sending -----------------------------------------------------------
+
+    @Override
+    public synchronized byte[] orderForSend(Storage storage) {
+        ensureOpen();
+        CudaDriver driver = context.bind();
+        SendEvent e = events.get(storage);
+        if (e == null) {
+            if (events.size() >= config.maxLiveEvents()) {
+                // over the cap: everything queued so far is done when the message leaves
+                driver.streamSynchronize(stream);
+                syncSends.increment();
+                return NO_EVENT;
+            }
+            e = createEvent(driver);
+            events.put(storage, e);
+        }
+        driver.eventRecord(e.event(), stream);
+        eventSends.increment();
+        return e.handle().bytes();
+    }
+
+    private SendEvent createEvent(CudaDriver driver) {
+        MemorySegment event = driver.eventCreate(CudaDriver.CU_EVENT_INTERPROCESS | CudaDriver.CU_EVENT_DISABLE_TIMING);
+        try {
+            HandleKey handle = new HandleKey(driver.ipcGetEventHandle(event));
+            OWN_EVENTS.put(handle, event);
+            eventsCreated.increment();
+            return new SendEvent(event, handle);
+        } catch (RuntimeException e) {
+            try {
+                driver.eventDestroy(event);
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public synchronized void disposed(Storage storage) {
+        SendEvent e = events.remove(storage);
+        if (e != null) {
+            destroy(e);
+        }
+    }
+
+    private void destroy(SendEvent e) {
+        OWN_EVENTS.remove(e.handle(), e.event());
+        context.bind().eventDestroy(e.event());
+        eventsDestroyed.increment();
+    }
+
+    // ---- DeviceSharing: receiving ---------------------------------------------------------
+
+    /** A device segment as this process reaches it, shared by the blocks received from it. */
+    private static final class Opened implements ReceivedSegment {
+        final HandleKey handle;
+        final String name;
+        final long address;
+        final long size;
+        /** A segment of this process: used directly, never IPC-opened or closed. */
+        final boolean own;
+        int users;
+
+        Opened(HandleKey handle, String name, long address, long size, boolean own) {
+            this.handle = handle;
+            this.name = name;
+            this.address = address;
+            this.size = size;
+            this.own = own;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public long size() {
+            return size;
+        }
+
+        @Override
+        public Backend backend() {
+            return Backend.CUDA;
+        }
+
+        @Override
+        public MemorySegment hostMemory() {
+            throw new UnsupportedOperationException("segment " + name + " is CUDA device memory");
+        }
+
+        @Override
+        public long deviceAddress() {
+            return address;
+        }
+
+        @Override
+        public byte[] memoryHandle() {
+            return handle.bytes();
+        }
+    }
+
+    @Override
+    public ReceivedSegment open(Descriptor d) {
+        HandleKey handle = new HandleKey(d.memoryHandle());
+        Opened o;
+        synchronized (this) {
+            ensureOpen();
+            o = opened.get(handle);
+            if (o == null) {
+                o = openSegment(handle, d);
+                opened.put(handle, o);
+            } else if (o.size != d.segmentSize()) {
+                throw new InvalidDataException("descriptor says segment " + d.segmentName() + " is " + d.segmentSize()
+                        + " bytes, but its memory handle names an allocation of " + o.size);
+            }
+            o.users++;
+        }
+        if (d.hasEvent()) {
+            try {
+                waitFor(new HandleKey(d.eventHandle()));
+            } catch (RuntimeException e) {
+                release(o);
+                throw e;
+            }
+        }
+        return o;
+    }
+
+    private Opened openSegment(HandleKey handle, Descriptor d) {
+        CudaSegment own = CudaBackend.ownSegment(handle);
+        if (own != null) {
+            checkSize(d, own.size());
+            return new Opened(handle, own.name(), own.address(), own.size(), true);
+        }
+        CudaDriver driver = context.bind();
+        long address = driver.ipcOpenMemHandle(handle.bytes());
+        ipcOpens.increment();
+        try {
+            CudaDriver.AddressRange range = driver.addressRange(address);
+            if (range.base() != address) {
+                throw new InvalidDataException("the allocation of " + d.segmentName() + " opened at "
+                        + CudaDriver.hex(address) + " but the driver says it starts at "
+                        + CudaDriver.hex(range.base()));
+            }
+            checkSize(d, range.size());
+            return new Opened(handle, d.segmentName(), address, range.size(), false);
+        } catch (RuntimeException e) {
+            try {
+                driver.ipcCloseMemHandle(address);
+                ipcCloses.increment();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    private static void checkSize(Descriptor d, long actual) {
+        if (actual != d.segmentSize()) {
+            throw new InvalidDataException("descriptor says segment " + d.segmentName() + " is " + d.segmentSize()
+                    + " bytes, but its memory handle names an allocation of " + actual);
+        }
+    }
+
+    /** Makes {@link #stream()} wait for the work the sender recorded in the event. */
+    private void waitFor(HandleKey eventHandle) {
+        CudaDriver driver = context.bind();
+        MemorySegment own = OWN_EVENTS.get(eventHandle);
+        if (own != null) {
+            driver.streamWaitEvent(stream, own);
+            eventWaits.increment();
+            return;
+        }
+        MemorySegment event = driver.ipcOpenEventHandle(eventHandle.bytes());
+        try {
+            driver.streamWaitEvent(stream, event);
+            eventWaits.increment();
+        } finally {
+            // the wait is queued; destroying our handle does not cancel it
+            driver.eventDestroy(event);
+        }
+    }
+
+    @Override
+    public void release(ReceivedSegment segment) {
+        Opened o = (Opened) segment;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+        }
+        // work queued on our stream may still read the block: it finishes before the count goes back
+        context.bind().streamSynchronize(stream);
+        synchronized (this) {
+            if (closed || --o.users > 0) {
+                return;
+            }
+            opened.remove(o.handle);
+            if (!o.own) {
+                context.bind().ipcCloseMemHandle(o.address);
+                ipcCloses.increment();
+            }
+        }
+    }
+
+    // ---- state ----------------------------------------------------------------------------
+
+    /**
+     * What the CUDA side holds and has done: its allocator, live send events, sends with an
+     * event and sends that synchronized instead (over the cap), event waits made for
+     * received blocks, device segments of other processes open now, and IPC opens and closes
+     * since it was created.
+     */
+    public record Stats(String device, AllocatorStats allocator, int liveEvents, long eventsCreated,
+                        long eventsDestroyed, long eventSends, long syncSends, long eventWaits, int openSegments,
+                        long ipcOpens, long ipcCloses) {
+    }
+
+    public Stats stats() {
+        int live;
+        int open;
+        synchronized (this) {
+            live = events.size();
+            open = opened.size();
+        }
+        return new Stats(context.toString(), allocator.stats(), live, eventsCreated.sum(), eventsDestroyed.sum(),
+                eventSends.sum(), syncSends.sum(), eventWaits.sum(), open, ipcOpens.sum(), ipcCloses.sum());
+    }
+
+    public CudaConfig config() {
+        return config;
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("the CUDA side of this refshare instance is closed");
+        }
+    }
+
+    /**
+     * Closes received device segments, destroys send events, frees every device segment
+     * (blocks still held by consumers included: see the class comment), and releases the
+     * stream and the context. Failures are logged, not thrown: the rest still goes. Idempotent.
+     */
+    @Override
+    public synchronized void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        quietly("synchronize the stream", () -> context.bind().streamSynchronize(stream));
+        for (Opened o : opened.values()) {
+            if (!o.own) {
+                quietly("close " + o.name, () -> context.bind().ipcCloseMemHandle(o.address));
+                ipcCloses.increment();
+            }
+        }
+        opened.clear();
+        for (SendEvent e : events.values()) {
+            quietly("destroy an event", () -> destroy(e));
+        }
+        events.clear();
+        allocator.close();
+        quietly("destroy the stream", () -> context.bind().streamDestroy(stream));
+        quietly("release " + context, context::close);
+    }
+
+    private static void quietly(String what, Runnable action) {
+        try {
+            action.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "closing CUDA: cannot " + what + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "CUDA sharing on " + context;
+    }
+}

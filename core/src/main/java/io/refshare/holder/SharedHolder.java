@@ -1,0 +1,435 @@
+package io.refshare.holder;
+
+import io.refshare.InvalidDataException;
+import io.refshare.Refshare;
+import io.refshare.RefshareException;
+import io.refshare.holder.SharedHolderLayout.Geometry;
+import io.refshare.share.Sharing;
+import io.refshare.share.ViewedBlock;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
+import io.refshare.tensor.DType;
+import io.refshare.tensor.Tensor;
+import io.refshare.tensor.TensorLayout;
+import io.refshare.wire.Descriptor;
+import io.refshare.wire.DescriptorCodec;
+
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * A named holder in shared memory that any process can re-point at a new tensor while
+ * readers in every process acquire the current one, zero-copy and without a lock: the
+ * cross-process form of {@link AtomicHolder}, for weights or tables hot-swapped under live
+ * workers.
+ *
+ * <pre>{@code
+ * // publisher process
+ * try (Refshare rs = Refshare.open(); SharedHolder weights = SharedHolder.create(rs)) {
+ *     tellWorkers(weights.name());
+ *     while (training) {
+ *         try (Tensor w = rs.allocate(DType.FLOAT32, 4096, 4096)) {
+ *             fill(w.data());
+ *             weights.publish(w);          // readers see it from their next acquire
+ *         }                                // the old version is freed when its last reader lets go
+ *     }
+ * }
+ *
+ * // worker process
+ * try (Refshare rs = Refshare.open(); SharedHolder weights = SharedHolder.open(rs, name)) {
+ *     while (serving) {
+ *         try (Tensor w = weights.acquire()) {   // the current version, mapped zero-copy
+ *             infer(w.data());
+ *         }
+ *     }
+ * }
+ * }</pre>
+ *
+ * <h2>How versions are kept alive</h2>
+ * {@link #publish} shares the tensor once: one token in the publisher's counter file keeps
+ * its memory alive (the publisher may close its tensor at once; the block then waits in
+ * its limbo). The version's descriptor goes into a slot of the holder file, and the
+ * holder's differential count ({@link HolderFile}) counts every reader's acquisition.
+ * When a version is no longer current and its last reader anywhere releases it, that
+ * reader (or the publisher that replaced it, if nobody held it) returns the token; the
+ * publisher's collector then frees the memory. Acquire maps the block through the
+ * process's receive cache (each segment once) without taking a token of its own.
+ *
+ * <h2>Attribution and dead readers</h2>
+ * Each process that opens the holder has a row in its file, named by pid and start
+ * time, counting the references it holds per version ({@link SharedHolderLayout}).
+ * {@link #reclaimDeadReaders()} gives back the references of processes that died, exactly
+ * once; it runs by itself when a publish finds no free slot or an open finds no free row.
+ * A process killed in the few instructions between counting an acquisition in the holder
+ * word and in its row (or between its row and the count on release) leaks that one
+ * reference: the version then lives until its publisher closes, but is never freed early.
+ * Likewise a publisher killed between re-pointing the holder and unpinning the old
+ * version leaves that version pinned.
+ *
+ * <h2>Lifecycle</h2>
+ * The creator's {@link #close()} empties the holder, stops further publishes and removes
+ * the file's name; versions still held stay valid until released. Any handle's close
+ * stops its acquires; tensors it handed out stay valid (until their {@link Refshare} is
+ * closed) and are released by closing them. Versions live in the publisher's memory:
+ * close the holder before the publisher's {@code Refshare}. Host memory only for now: a
+ * CUDA tensor is refused by the receive path.
+ */
+public final class SharedHolder implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(SharedHolder.class.getName());
+    private static final long CLOSED = 1L << 62;
+
+    private final Refshare refshare;
+    private final Sharing sharing;
+    private final ShmFile shm;
+    private final HolderFile file;
+    private final boolean creator;
+    private final long self = SharedHolderLayout.packIdentity(ProcessIdentity.current());
+    private final int row;
+    /** Decoded descriptors of the versions this handle has seen, by slot; checked by sequence. */
+    private final Decoded[] decoded;
+    /**
+     * Uses of the mapping in progress (each acquired tensor counts until it is released),
+     * plus {@link #CLOSED} once the handle is closed: the mapping goes when the count
+     * falls to {@code CLOSED}, and nothing enters after.
+     */
+    private final AtomicLong uses = new AtomicLong();
+    private final AtomicBoolean unmapped = new AtomicBoolean();
+    private volatile Stats statsAtClose;
+    private final LongAdder retiredHere = new LongAdder();
+    private final LongAdder anomalies = new LongAdder();
+    private volatile boolean closed;
+
+    private record Decoded(long sequence, Descriptor descriptor, TensorLayout layout) {
+    }
+
+    private SharedHolder(Refshare refshare, ShmFile shm, Geometry geometry, boolean creator, int drainAt) {
+        this.refshare = refshare;
+        this.sharing = refshare.sharing();
+        this.shm = shm;
+        this.file = new HolderFile(shm.segment(), geometry, drainAt);
+        this.creator = creator;
+        this.decoded = new Decoded[geometry.slotCapacity()];
+        this.row = claimRow();
+    }
+
+    /** A new, empty holder with {@value SharedHolderLayout#DEFAULT_SLOTS} version slots and rows for {@value SharedHolderLayout#DEFAULT_READERS} processes. */
+    public static SharedHolder create(Refshare refshare) {
+        return create(refshare, SharedHolderLayout.DEFAULT_SLOTS, SharedHolderLayout.DEFAULT_READERS);
+    }
+
+    /**
+     * A new, empty holder: at most {@code versionSlots} versions alive at once (the current
+     * one and those readers still hold), at most {@code readerProcesses} processes using it.
+     */
+    public static SharedHolder create(Refshare refshare, int versionSlots, int readerProcesses) {
+        return create(refshare, versionSlots, readerProcesses, HolderWord.DEFAULT_DRAIN_AT);
+    }
+
+    static SharedHolder create(Refshare refshare, int versionSlots, int readerProcesses, int drainAt) {
+        Geometry g = new Geometry(versionSlots, readerProcesses);
+        ShmFile f = refshare.sharing().directory().create(ShmKind.HOLDER, g.fileLength());
+        try {
+            SharedHolderLayout.format(f.segment(), g, ProcessIdentity.current());
+            return new SharedHolder(refshare, f, g, true, drainAt);
+        } catch (RuntimeException e) {
+            f.unlink();
+            f.close();
+            throw e;
+        }
+    }
+
+    /** Opens a holder another process (or this one) created, by its {@link #name()}. */
+    public static SharedHolder open(Refshare refshare, String name) {
+        return open(refshare, name, HolderWord.DEFAULT_DRAIN_AT);
+    }
+
+    static SharedHolder open(Refshare refshare, String name, int drainAt) {
+        ShmFile f = refshare.sharing().directory().open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH);
+        try {
+            Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
+            return new SharedHolder(refshare, f, g, false, drainAt);
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
+    }
+
+    private int claimRow() {
+        int r = file.registerReader(self);
+        if (r < 0) {
+            reclaimDeadReaders(); // rows of dead processes become free
+            r = file.registerReader(self);
+        }
+        if (r < 0) {
+            throw new RefshareException("holder " + name() + ": all " + file.geometry().readerCapacity()
+                    + " reader rows are taken by live processes");
+        }
+        return r;
+    }
+
+    public String name() {
+        return shm.name();
+    }
+
+    /**
+     * Makes {@code tensor} the current version and returns its sequence number (1, 2, ...
+     * across all publishers of this holder). Counts one reference to the tensor's memory
+     * for as long as the version lives; the caller keeps its tensor and may close it.
+     *
+     * @throws IllegalStateException when the holder is closed, or all version slots hold
+     *                               versions that live readers still use
+     */
+    public long publish(Tensor tensor) {
+        enter();
+        try {
+            if (file.isClosed()) {
+                throw new IllegalStateException("holder " + name() + " was closed by its creator");
+            }
+            Descriptor d = refshare.describe(tensor);
+            long claimed = 0;
+            boolean haveSlot = false;
+            boolean installed = false;
+            try {
+                byte[] bytes = DescriptorCodec.encode(d);
+                claimed = claimSlot();
+                haveSlot = true;
+                long sequence = file.fill(claimed, self, bytes);
+                long old = file.swap(claimed);
+                installed = true; // from here the token belongs to the version
+                file.unpin(old, this::retired);
+                if (file.isClosed()) {
+                    file.unpin(file.swap(HolderWord.EMPTY), this::retired); // the creator closed as we installed
+                }
+                return sequence;
+            } finally {
+                if (!installed) {
+                    if (haveSlot) {
+                        file.abandon(claimed);
+                    }
+                    sharing.cancel(d);
+                }
+            }
+        } finally {
+            leave();
+        }
+    }
+
+    private long claimSlot() {
+        long word = file.claimSlot();
+        if (word < 0 && reclaimDeadReaders() > 0) {
+            word = file.claimSlot();
+        }
+        if (word < 0) {
+            throw new IllegalStateException("holder " + name() + ": all " + file.geometry().slotCapacity()
+                    + " version slots hold versions still in use; readers must release, or create the holder with"
+                    + " more slots");
+        }
+        return word;
+    }
+
+    /**
+     * A reference to the current version, mapped zero-copy; null when nothing is
+     * published. Closing the tensor releases it. Thread-safe.
+     */
+    public Tensor acquire() {
+        enter();
+        long w;
+        try {
+            w = file.acquire(row);
+        } catch (RuntimeException e) {
+            leave();
+            throw e;
+        }
+        int slot = HolderWord.slot(w);
+        if (slot < 0) {
+            leave();
+            return null;
+        }
+        ViewedBlock block;
+        Decoded v;
+        try {
+            v = decoded(slot, HolderWord.generation(w));
+            block = sharing.view(v.descriptor(), () -> release(slot));
+        } catch (RuntimeException e) {
+            release(slot);
+            throw e;
+        }
+        try {
+            return new Tensor(block, v.layout());
+        } catch (RuntimeException e) {
+            block.release(); // runs release(slot)
+            throw e;
+        }
+    }
+
+    private Decoded decoded(int slot, int generation) {
+        long sequence = file.sequence(slot);
+        Decoded v = decoded[slot];
+        if (v == null || v.sequence() != sequence) {
+            Descriptor d = DescriptorCodec.decode(file.descriptor(slot, generation));
+            TensorLayout layout = d.tensor() != null ? d.tensor() : TensorLayout.contiguous(DType.UINT8, d.length());
+            v = new Decoded(sequence, d, layout);
+            decoded[slot] = v; // racy but safe: an immutable record, checked by sequence on every use
+        }
+        return v;
+    }
+
+    private void release(int slot) {
+        try {
+            file.release(row, slot, this::retired);
+        } finally {
+            leave();
+        }
+    }
+
+    /** Runs in whichever process let go of a version last: returns the version's token. */
+    private void retired(int slot, long sequence, byte[] bytes) {
+        retiredHere.increment();
+        try {
+            Descriptor d = DescriptorCodec.decode(bytes);
+            if (!sharing.cancel(d)) {
+                anomalies.increment();
+                LOG.log(System.Logger.Level.WARNING, "holder {0}: the token of version {1} was already returned",
+                        name(), sequence);
+            }
+        } catch (InvalidDataException e) {
+            anomalies.increment();
+            LOG.log(System.Logger.Level.WARNING, "holder {0}: version {1} has a corrupt descriptor: {2}", name(),
+                    sequence, e.getMessage());
+        } catch (RefshareException e) {
+            // the publisher is gone, and its counter file with it: there is nothing left to give back
+            LOG.log(System.Logger.Level.DEBUG, "holder {0}: version {1} outlived its publisher: {2}", name(), sequence,
+                    e.getMessage());
+        }
+    }
+
+    /**
+     * Gives back every reference held by processes that died (exactly once, whoever else
+     * tries at the same time) and returns how many. Versions whose last reference that was
+     * are retired.
+     */
+    public long reclaimDeadReaders() {
+        enter();
+        try {
+            return file.reclaimDead(self, ProcessIdentity::isAlive, this::retired);
+        } finally {
+            leave();
+        }
+    }
+
+    /** Empties the holder: the current version is retired once nobody holds it. */
+    public void clear() {
+        enter();
+        try {
+            file.unpin(file.swap(HolderWord.EMPTY), this::retired);
+        } finally {
+            leave();
+        }
+    }
+
+    /** True once this handle is closed, or the creator closed the holder. */
+    public boolean isClosed() {
+        if ((uses.incrementAndGet() & CLOSED) != 0) {
+            leave();
+            return true;
+        }
+        try {
+            return file.isClosed();
+        } finally {
+            leave();
+        }
+    }
+
+    /** The holder's figures now; after {@link #close()}, as they were when it closed. */
+    public Stats stats() {
+        if ((uses.incrementAndGet() & CLOSED) != 0) {
+            leave();
+            Stats s = statsAtClose;
+            return new Stats(s.published(), s.retired(), s.reclaimed(), s.liveVersions(), s.readers(),
+                    retiredHere.sum(), anomalies.sum());
+        }
+        try {
+            return readStats();
+        } finally {
+            leave();
+        }
+    }
+
+    private Stats readStats() {
+        return new Stats(file.published(), file.retired(), file.reclaimed(), file.slotsInUse(), file.readers(),
+                retiredHere.sum(), anomalies.sum());
+    }
+
+    /**
+     * The holder as every process sees it, and what this handle did.
+     *
+     * @param published       versions installed so far, by every publisher
+     * @param retired         versions whose last reference went, anywhere
+     * @param reclaimed       references given back on behalf of dead processes
+     * @param liveVersions    versions alive now (current and still held)
+     * @param readers         processes with a row, alive or not
+     * @param retiredHere     versions this handle retired (it let go last)
+     * @param anomalies       retirements that found the token already returned or the
+     *                        descriptor corrupt; 0 unless the file was tampered with
+     */
+    public record Stats(long published, long retired, long reclaimed, int liveVersions,
+                        List<ProcessIdentity> readers, long retiredHere, long anomalies) {
+    }
+
+    /**
+     * Detaches this handle; the creator's close also empties the holder, stops publishes
+     * everywhere and removes its name. Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            enter();
+            try {
+                if (creator) {
+                    file.markClosed();
+                    try {
+                        file.unpin(file.swap(HolderWord.EMPTY), this::retired);
+                    } finally {
+                        shm.unlink();
+                    }
+                }
+                statsAtClose = readStats();
+            } finally {
+                closed = true;
+                uses.getAndAdd(CLOSED);
+                leave();
+            }
+        }
+    }
+
+    /** Counts a use of the mapping, which stays until every use is over; fails once closed. */
+    private void enter() {
+        if ((uses.incrementAndGet() & CLOSED) != 0) {
+            leave();
+            throw new IllegalStateException("holder handle is closed");
+        }
+    }
+
+    private void leave() {
+        if (uses.decrementAndGet() == CLOSED) {
+            unmapOnce();
+        }
+    }
+
+    private void unmapOnce() {
+        if (unmapped.compareAndSet(false, true)) {
+            shm.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "SharedHolder[" + name() + (creator ? ", creator" : "") + "]";
+    }
+}

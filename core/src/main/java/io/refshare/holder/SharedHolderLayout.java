@@ -1,0 +1,229 @@
+package io.refshare.holder;
+
+import io.refshare.InvalidDataException;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.wire.DescriptorCodec;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+
+/**
+ * The layout of a shared holder file, described once. Little-endian; every field another
+ * process updates is a naturally aligned 64-bit word changed only by atomic operations.
+ *
+ * <pre>
+ * Header, read-mostly line (the first 32 bytes are the common {@link io.refshare.shm.FileHeader}):
+ *   0                   8         12        16                  24                  32
+ *   +-------------------+---------+---------+-------------------+-------------------+
+ *   | magic "RSHOLDR1"  | version | hdrLen  |     owner pid     | owner start ticks |
+ *   +---------+---------+---------+---------+-------------------+-------------------+
+ *   | slotCap | readCap | slotLen | readLen |        (0)        |        (0)        |
+ *   +---------+---------+---------+---------+-------------------+-------------------+ 64
+ * The holder word, alone on its line (every acquire adds to it):
+ *   | holder word (8), see HolderWord                                ... (0) to 128 |
+ *   +-------------------------------------------------------------------------------+ 128
+ * Statistics and state, written once per publish or version death:
+ *   | published (8) | retired (8) | closed (8) | reclaimed (8)       ... (0) to 192 |
+ *   +-------------------------------------------------------------------------------+ 192 = hdrLen
+ * Reader table, readCap rows of readLen = 8 + 8 * slotCap bytes rounded up to 64:
+ *   +--------------+-------------+-------------+-- ... --+----------------------+
+ *   | identity (8) | held[0] (8) | held[1] (8) |   ...   | held[slotCap-1] (8)  |
+ *   +--------------+-------------+-------------+-- ... --+----------------------+
+ *    identity: pid in bits 0..21, start ticks in bits 22..62, 0 = free row; bit 63 set:
+ *      the row's process died and the process named in bits 0..62 is reclaiming it
+ *    held[s]: references this process holds on the version in slot s
+ * Version slots, slotCap entries of slotLen = 1152 bytes:
+ *   +--------------------------------------------------------------------------------+
+ *   | count (8), the version's own count                             ... (0) to 64  |
+ *   +-----------+--------------+---------------+-----------+-----+-------------------+
+ *   | state (8) | sequence (8) | publisher (8) | descLen (4)| (0) | (0) ... to 128   |
+ *   +-----------+--------------+---------------+-----------+-----+-------------------+
+ *   | descriptor: descLen bytes of DescriptorCodec encoding, at most 1024            |
+ *   +--------------------------------------------------------------------------------+
+ *    state: bits 0..7 FREE 0 / WRITING 1 / LIVE 2, bits 8..31 the slot's generation
+ *    sequence: number of the publish that installed this version (1, 2, ...)
+ *    publisher: identity (packed as in the reader table) of the process that published it
+ * </pre>
+ *
+ * <ul>
+ * <li><b>published</b>, <b>retired</b>: versions installed, and versions whose last
+ *     reference went (their token was returned); equal once the holder is closed and every
+ *     reader let go. <b>reclaimed</b>: references given back on behalf of dead readers.</li>
+ * <li><b>closed</b>: non-zero once the creator closed the holder; nobody publishes after.</li>
+ * <li><b>count</b>: {@link AtomicHolder#PINNED} plus releases and drains while the holder
+ *     word names the version, the references still out after the transfer (see
+ *     {@link HolderFile}). On a line of its own: readers hammer it, and nothing else there
+ *     is written while the version lives.</li>
+ * </ul>
+ */
+public final class SharedHolderLayout {
+    public static final long MAGIC = 0x3152444C4F485352L; // "RSHOLDR1" read little-endian
+    public static final int VERSION = 1;
+
+    public static final long MAGIC_OFFSET = 0;
+    public static final long VERSION_OFFSET = 8;
+    public static final long HEADER_LENGTH_OFFSET = 12;
+    public static final long OWNER_PID_OFFSET = 16;
+    public static final long OWNER_START_OFFSET = 24;
+    public static final long SLOT_CAPACITY_OFFSET = 32;
+    public static final long READER_CAPACITY_OFFSET = 36;
+    public static final long SLOT_LENGTH_OFFSET = 40;
+    public static final long READER_LENGTH_OFFSET = 44;
+    public static final long WORD_OFFSET = 64;
+    public static final long PUBLISHED_OFFSET = 128;
+    public static final long RETIRED_OFFSET = 136;
+    public static final long CLOSED_OFFSET = 144;
+    public static final long RECLAIMED_OFFSET = 152;
+    public static final int HEADER_LENGTH = 192;
+
+    public static final long ROW_IDENTITY = 0;
+    public static final long ROW_HELD = 8;
+
+    public static final long SLOT_COUNT = 0;
+    public static final long SLOT_STATE = 64;
+    public static final long SLOT_SEQUENCE = 72;
+    public static final long SLOT_PUBLISHER = 80;
+    public static final long SLOT_DESCRIPTOR_LENGTH = 88;
+    public static final long SLOT_DESCRIPTOR = 128;
+    public static final int MAX_DESCRIPTOR_BYTES = DescriptorCodec.MAX_ENCODED_BYTES;
+    public static final int SLOT_LENGTH = (int) SLOT_DESCRIPTOR + MAX_DESCRIPTOR_BYTES;
+
+    public static final int FREE = 0;
+    public static final int WRITING = 1;
+    public static final int LIVE = 2;
+
+    public static final int DEFAULT_SLOTS = 64;
+    public static final int MAX_SLOTS = 4096;
+    public static final int DEFAULT_READERS = 64;
+    public static final int MAX_READERS = 1 << 16;
+
+    static final VarHandle LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
+    static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private static final int PID_BITS = 22;
+    private static final long PID_MASK = (1L << PID_BITS) - 1;
+    private static final long MAX_START_TICKS = (1L << 41) - 1;
+    static final long RECLAIM_MARK = 1L << 63;
+    private static final int STATE_BITS = 8;
+    private static final int STATE_MASK = (1 << STATE_BITS) - 1;
+
+    private SharedHolderLayout() {
+    }
+
+    /** Where the parts of a file with these capacities lie. */
+    public record Geometry(int slotCapacity, int readerCapacity) {
+        public Geometry {
+            if (slotCapacity < 1 || slotCapacity > MAX_SLOTS) {
+                throw new IllegalArgumentException("version slots must be in 1.." + MAX_SLOTS + ": " + slotCapacity);
+            }
+            if (readerCapacity < 1 || readerCapacity > MAX_READERS) {
+                throw new IllegalArgumentException("reader rows must be in 1.." + MAX_READERS + ": " + readerCapacity);
+            }
+        }
+
+        public int readerLength() {
+            return (int) roundUp(ROW_HELD + 8L * slotCapacity);
+        }
+
+        public long rowOffset(int row) {
+            return HEADER_LENGTH + (long) row * readerLength();
+        }
+
+        public long heldOffset(int row, int slot) {
+            return rowOffset(row) + ROW_HELD + 8L * slot;
+        }
+
+        public long slotOffset(int slot) {
+            return HEADER_LENGTH + (long) readerCapacity * readerLength() + (long) slot * SLOT_LENGTH;
+        }
+
+        public long fileLength() {
+            return slotOffset(slotCapacity);
+        }
+    }
+
+    /** The geometry a file's header states, checked against the file's size; throws on anything malformed. */
+    static Geometry readGeometry(MemorySegment m, String where) {
+        long magic = (long) LONG.getAcquire(m, MAGIC_OFFSET);
+        if (magic != MAGIC) {
+            throw new InvalidDataException(where + " is not a refshare holder file (magic 0x" + Long.toHexString(magic)
+                    + ")");
+        }
+        int version = m.get(LE_INT, VERSION_OFFSET);
+        if (version != VERSION) {
+            throw new InvalidDataException(where + " has holder layout version " + version + "; this refshare reads "
+                    + VERSION);
+        }
+        int headerLength = m.get(LE_INT, HEADER_LENGTH_OFFSET);
+        int slots = m.get(LE_INT, SLOT_CAPACITY_OFFSET);
+        int readers = m.get(LE_INT, READER_CAPACITY_OFFSET);
+        int slotLength = m.get(LE_INT, SLOT_LENGTH_OFFSET);
+        int readerLength = m.get(LE_INT, READER_LENGTH_OFFSET);
+        if (headerLength != HEADER_LENGTH || slots < 1 || slots > MAX_SLOTS || readers < 1 || readers > MAX_READERS
+                || slotLength != SLOT_LENGTH) {
+            throw new InvalidDataException(where + " has a corrupt header: header length " + headerLength + ", "
+                    + slots + " slots of " + slotLength + " bytes, " + readers + " reader rows");
+        }
+        Geometry g = new Geometry(slots, readers);
+        if (readerLength != g.readerLength()) {
+            throw new InvalidDataException(where + " has a corrupt header: reader rows of " + readerLength
+                    + " bytes, " + g.readerLength() + " expected for " + slots + " slots");
+        }
+        if (m.byteSize() != g.fileLength()) {
+            throw new InvalidDataException(where + " is " + m.byteSize() + " bytes but its header describes "
+                    + g.fileLength() + " (truncated or corrupt)");
+        }
+        long pid = m.get(LE_LONG, OWNER_PID_OFFSET);
+        if (pid <= 0 || pid > PID_MASK || m.get(LE_LONG, OWNER_START_OFFSET) < 0) {
+            throw new InvalidDataException(where + " names an impossible owner pid " + pid);
+        }
+        return g;
+    }
+
+    /** Writes the header of a new (zero-filled) file; the magic goes last. */
+    static void format(MemorySegment m, Geometry g, ProcessIdentity owner) {
+        m.set(LE_INT, VERSION_OFFSET, VERSION);
+        m.set(LE_INT, HEADER_LENGTH_OFFSET, HEADER_LENGTH);
+        m.set(LE_LONG, OWNER_PID_OFFSET, owner.pid());
+        m.set(LE_LONG, OWNER_START_OFFSET, owner.startTicks());
+        m.set(LE_INT, SLOT_CAPACITY_OFFSET, g.slotCapacity());
+        m.set(LE_INT, READER_CAPACITY_OFFSET, g.readerCapacity());
+        m.set(LE_INT, SLOT_LENGTH_OFFSET, SLOT_LENGTH);
+        m.set(LE_INT, READER_LENGTH_OFFSET, g.readerLength());
+        // a reader never sees a valid magic over a half-written header
+        LONG.setRelease(m, MAGIC_OFFSET, MAGIC);
+    }
+
+    static long packIdentity(ProcessIdentity p) {
+        if (p.pid() > PID_MASK || p.startTicks() > MAX_START_TICKS || p.startTicks() <= 0) {
+            throw new IllegalArgumentException("cannot record " + p + " in a holder file");
+        }
+        return p.pid() | (p.startTicks() << PID_BITS);
+    }
+
+    /** The process an identity word names (the reclaim mark ignored), or null for a free row. */
+    static ProcessIdentity unpackIdentity(long word) {
+        long w = word & ~RECLAIM_MARK;
+        long pid = w & PID_MASK;
+        return pid == 0 ? null : new ProcessIdentity(pid, w >>> PID_BITS);
+    }
+
+    static long state(int state, int generation) {
+        return state | ((long) (generation & HolderWord.GENERATION_MASK) << STATE_BITS);
+    }
+
+    static int stateOf(long stateWord) {
+        return (int) (stateWord & STATE_MASK);
+    }
+
+    static int generationOf(long stateWord) {
+        return (int) (stateWord >>> STATE_BITS) & HolderWord.GENERATION_MASK;
+    }
+
+    private static long roundUp(long n) {
+        return (n + 63) & ~63L;
+    }
+}

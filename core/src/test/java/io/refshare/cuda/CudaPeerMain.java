@@ -1,0 +1,135 @@
+package io.refshare.cuda;
+
+import io.refshare.Refshare;
+import io.refshare.RefshareConfig;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.Patterns;
+import io.refshare.wire.Backend;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.Map;
+
+/**
+ * A consumer (and forwarder) process for the CUDA tests. Args: shm directory, driver library
+ * ("-" for the default), "double" or "real". Commands on stdin, answers on stdout:
+ * <pre>
+ *   RECV id seed hex   receive, verify every byte (device: copied to the host), keep -> OK id | BAD id detail
+ *   TAKE id hex        receive only, keep; with the double, answers once its stream is blocked
+ *                      waiting for the sender's event                     -> TAKEN id pendingOps
+ *   VERIFY id seed     verify a kept tensor again                          -> OK id | BAD id detail
+ *   FORWARD id         share a kept tensor onward                          -> FORWARDED hex
+ *   REFUSE hex         try to receive, expecting a refusal                 -> REFUSED message | ACCEPTED
+ *   CLOSE id           close a kept tensor                                 -> CLOSED id
+ *   MAPPED host|cuda   segments of other processes mapped/opened now       -> MAPPED n
+ *   CUDA               -> CUDA openSegments ipcOpens ipcCloses eventWaits
+ *   DOUBLE name...     test double counters (-1 each against a real driver) -> DOUBLE v...
+ *   EXIT               close everything                                    -> BYE
+ * </pre>
+ * A failing command answers {@code ERROR <exception>} instead of leaving the test waiting.
+ */
+public final class CudaPeerMain {
+    public static void main(String[] args) throws Exception {
+        Path dir = Path.of(args[0]);
+        if (!args[1].equals("-")) {
+            System.setProperty(CudaDriver.LIBRARY_PROPERTY, args[1]);
+        }
+        TestDouble testDouble = args[2].equals("double") ? TestDouble.load(args[1]) : null;
+        if (testDouble != null) {
+            testDouble.configure(dir, -1, -1);
+        }
+        HexFormat hex = HexFormat.of();
+        Map<String, Tensor> kept = new HashMap<>();
+        try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
+             BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                String[] w = line.split(" ");
+                String answer;
+                try {
+                    answer = switch (w[0]) {
+                        case "RECV" -> {
+                            Tensor t = rs.receive(hex.parseHex(w[3]));
+                            kept.put(w[1], t);
+                            yield verify(rs, w[1], t, Long.parseLong(w[2]));
+                        }
+                        case "TAKE" -> {
+                            kept.put(w[1], rs.receive(hex.parseHex(w[2])));
+                            yield "TAKEN " + w[1] + " " + awaitBlocked(testDouble);
+                        }
+                        case "VERIFY" -> verify(rs, w[1], kept.get(w[1]), Long.parseLong(w[2]));
+                        case "FORWARD" -> "FORWARDED " + hex.formatHex(rs.share(kept.get(w[1])));
+                        case "REFUSE" -> {
+                            try (Tensor t = rs.receive(hex.parseHex(w[1]))) {
+                                yield "ACCEPTED " + t;
+                            } catch (RuntimeException e) {
+                                yield "REFUSED " + e.getMessage();
+                            }
+                        }
+                        case "CLOSE" -> {
+                            kept.remove(w[1]).close();
+                            yield "CLOSED " + w[1];
+                        }
+                        case "MAPPED" -> "MAPPED " + (w[1].equals("host") ? rs.stats().mappedSegments()
+                                : rs.cuda().stats().openSegments());
+                        case "CUDA" -> {
+                            CudaSharing.Stats s = rs.cuda().stats();
+                            yield "CUDA " + s.openSegments() + " " + s.ipcOpens() + " " + s.ipcCloses() + " "
+                                    + s.eventWaits();
+                        }
+                        case "DOUBLE" -> {
+                            StringBuilder b = new StringBuilder("DOUBLE");
+                            for (int i = 1; i < w.length; i++) {
+                                b.append(' ').append(testDouble == null ? -1 : testDouble.counter(w[i]));
+                            }
+                            yield b.toString();
+                        }
+                        case "EXIT" -> {
+                            kept.values().forEach(Tensor::close);
+                            kept.clear();
+                            rs.close();
+                            yield "BYE";
+                        }
+                        default -> "ERROR unknown command " + w[0];
+                    };
+                } catch (RuntimeException e) {
+                    e.printStackTrace();
+                    answer = "ERROR " + e;
+                }
+                System.out.println(answer);
+                System.out.flush();
+                if (answer.equals("BYE")) {
+                    return;
+                }
+            }
+        }
+    }
+
+    /** With the double: waits until this process's stream is blocked on an event; answers the pending operations. */
+    private static long awaitBlocked(TestDouble testDouble) throws InterruptedException {
+        if (testDouble == null) {
+            return -1;
+        }
+        long deadline = System.nanoTime() + 30_000_000_000L; // a bound against hanging, not a timing check
+        while (testDouble.counter("blockedWaits") == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        return testDouble.pending();
+    }
+
+    static String verify(Refshare rs, String id, Tensor t, long seed) {
+        long bad;
+        if (t.storage().backend() == Backend.CUDA) {
+            try (Arena arena = Arena.ofConfined()) {
+                bad = Patterns.firstMismatch(rs.cuda().copyToHost(t, arena), seed);
+            }
+        } else {
+            bad = Patterns.firstMismatch(t.data(), seed);
+        }
+        return bad < 0 ? "OK " + id : "BAD " + id + " first mismatch at byte " + bad;
+    }
+}

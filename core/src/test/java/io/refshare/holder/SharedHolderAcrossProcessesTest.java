@@ -1,0 +1,150 @@
+package io.refshare.holder;
+
+import io.refshare.Refshare;
+import io.refshare.shm.FileHeader;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A publisher (this JVM) re-pointing a shared holder while reader child JVMs acquire, verify and release. */
+class SharedHolderAcrossProcessesTest {
+    private static final int READERS = 4;
+    private static final long ITERATIONS = 20_000;
+    private static final long VERSION_BYTES = 16 << 10;
+    private static final long MIN_VERSIONS = 2_000;
+
+    @Test
+    void publisherRepointsContinuouslyUnderFourReaderProcesses() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
+            // few slots, so that slots are reused (with new generations) all the time
+            SharedHolder holder = SharedHolder.create(rs, 8, 8);
+            List<ChildJvm> readers = new ArrayList<>();
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicLong published = new AtomicLong();
+            AtomicReference<Throwable> publisherFailure = new AtomicReference<>();
+            Thread publisher = Thread.ofPlatform().name("publisher").start(() -> {
+                try {
+                    long id = 0;
+                    while (!stop.get() || published.get() < MIN_VERSIONS) {
+                        try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
+                            Versions.fill(t.data(), id++);
+                            holder.publish(t);
+                        }
+                        published.incrementAndGet();
+                    }
+                } catch (Throwable e) {
+                    publisherFailure.set(e);
+                }
+            });
+            try {
+                for (int i = 0; i < READERS; i++) {
+                    readers.add(ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name()));
+                }
+                for (ChildJvm r : readers) {
+                    assertEquals("READY", r.read());
+                    r.send("READ " + ITERATIONS);
+                }
+                long retiredByReaders = 0;
+                long distinct = 0;
+                for (ChildJvm r : readers) {
+                    String[] done = r.expect("DONE").split(" ");
+                    assertTrue(Long.parseLong(done[0]) >= ITERATIONS);
+                    assertEquals("0", done[1], "mismatches: a reader saw a freed or half-written version");
+                    assertEquals("0", done[2], "a reader saw an older version after a newer one");
+                    assertEquals("0", done[5], "anomalies: a version's token was returned twice");
+                    distinct += Long.parseLong(done[3]);
+                    r.send("EXIT");
+                    String[] bye = r.expect("BYE").split(" ");
+                    assertEquals("0", bye[1]);
+                    retiredByReaders += Long.parseLong(bye[0]);
+                    assertEquals(0, r.waitFor());
+                }
+                stop.set(true);
+                publisher.join();
+                assertNull(publisherFailure.get(), () -> "publisher failed: " + publisherFailure.get());
+
+                SharedHolder.Stats before = holder.stats();
+                assertEquals(published.get(), before.published());
+                assertEquals(published.get() - 1, before.retired(), "all but the current version retired");
+                assertEquals(1, before.liveVersions());
+                holder.close();
+                // exactly once: the retirements counted in each process add up to the versions published,
+                // every token came back (none twice: no anomaly), and the shared count agrees
+                SharedHolder.Stats after = holder.stats();
+                assertEquals(published.get(), after.published());
+                assertEquals(published.get(), after.retired());
+                assertEquals(published.get(), retiredByReaders + after.retiredHere(),
+                        "retirements by the readers (" + retiredByReaders + ") and the publisher ("
+                                + after.retiredHere() + ")");
+                assertEquals(0, after.anomalies());
+                assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(20)), "every version's memory came back");
+                assertEquals(0, rs.sharing().liveCounts());
+                assertTrue(distinct >= 2 * READERS);
+                System.out.printf("holder stress: %d versions published, readers saw %d distinct, retired %d by readers%n",
+                        published.get(), distinct, retiredByReaders);
+            } finally {
+                stop.set(true);
+                publisher.join();
+                readers.forEach(ChildJvm::close);
+                holder.close();
+            }
+        } // TempShm: the directory must be empty
+    }
+
+    @Test
+    void aKilledReadersReferencesAreReclaimedExactlyOnce() throws Exception {
+        try (TempShm shm = new TempShm()) {
+            try (Refshare rs = Refshare.open(shm.config());
+                 SharedHolder holder = SharedHolder.create(rs, 4, 4);
+                 ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name())) {
+                try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
+                    Versions.fill(t.data(), 1);
+                    holder.publish(t);
+                }
+                assertEquals("READY", reader.read());
+                reader.send("HOLD");
+                assertEquals("HELD 1", reader.read());
+                reader.send("HOLD");
+                assertEquals("HELD 1", reader.read());
+                reader.kill(); // SIGKILL: its two references are never released by it
+                try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
+                    Versions.fill(t.data(), 2);
+                    holder.publish(t);
+                }
+                assertEquals(0, holder.stats().retired(), "version 1 is still counted for the dead reader");
+                assertEquals(2, holder.reclaimDeadReaders(), "both of its references");
+                assertEquals(0, holder.reclaimDeadReaders(), "and only once");
+                SharedHolder.Stats s = holder.stats();
+                assertEquals(1, s.retired());
+                assertEquals(2, s.reclaimed());
+                assertEquals(1, s.readers().size(), "the dead reader's row is free; the publisher's remains");
+                holder.close();
+                assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(20)));
+            } finally {
+                removeFilesOfDeadProcesses(shm);
+            }
+        }
+    }
+
+    /** What the janitor does: a killed process leaves its status file behind. */
+    private static void removeFilesOfDeadProcesses(TempShm shm) throws Exception {
+        for (String f : shm.files()) {
+            if (!FileHeader.read(shm.path().resolve(f)).owner().isAlive()) {
+                Files.delete(shm.path().resolve(f));
+            }
+        }
+    }
+}

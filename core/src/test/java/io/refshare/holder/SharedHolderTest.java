@@ -1,0 +1,226 @@
+package io.refshare.holder;
+
+import io.refshare.InvalidDataException;
+import io.refshare.Refshare;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
+import io.refshare.tensor.DType;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** A shared holder between refshare contexts of one process (the multi-process test is separate). */
+class SharedHolderTest {
+
+    private static long publishPattern(Refshare rs, SharedHolder holder, long seed) {
+        try (Tensor t = rs.allocate(DType.FLOAT32, 64, 32)) {
+            Patterns.fill(t.data(), seed);
+            return holder.publish(t);
+        }
+    }
+
+    @Test
+    void readersSeeTheCurrentVersionAndOldOnesAreFreedWhenTheLastReaderLetsGo() throws Exception {
+        try (TempShm shm = new TempShm();
+             Refshare publisherRs = Refshare.open(shm.config());
+             Refshare readerRs = Refshare.open(shm.config())) {
+            SharedHolder publisher = SharedHolder.create(publisherRs);
+            SharedHolder reader = SharedHolder.open(readerRs, publisher.name());
+            assertNull(reader.acquire(), "nothing published yet");
+            assertEquals(1, publishPattern(publisherRs, publisher, 1));
+            Tensor v1 = reader.acquire();
+            assertArrayEquals(new long[]{64, 32}, v1.shape());
+            assertEquals(DType.FLOAT32, v1.dtype());
+            assertEquals(-1, Patterns.firstMismatch(v1.data(), 1));
+            assertEquals(2, publishPattern(publisherRs, publisher, 2));
+            try (Tensor v2 = reader.acquire()) {
+                assertEquals(-1, Patterns.firstMismatch(v2.data(), 2));
+            }
+            assertEquals(-1, Patterns.firstMismatch(v1.data(), 1), "a held version stays intact after re-pointing");
+            assertEquals(2, publisherRs.stats().limboBlocks(),
+                    "both versions wait in the publisher's limbo: 1 held by the reader, 2 by the holder");
+            assertEquals(0, publisher.stats().retired());
+            v1.close();
+            assertEquals(1, reader.stats().retired());
+            assertEquals(1, reader.stats().retiredHere(), "the reader let go last and returned the token");
+            assertTrue(await(() -> publisherRs.stats().limboBlocks() == 1), "version 1 freed, version 2 is current");
+            SharedHolder.Stats s = publisher.stats();
+            assertEquals(2, s.published());
+            assertEquals(1, s.liveVersions());
+            assertEquals(0, s.anomalies());
+            publisher.close();
+            assertEquals(2, reader.stats().retired(), "closing the creator retires the current version");
+            reader.close();
+            assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, publisherRs.sharing().liveCounts());
+            assertEquals(0, shm.count(ShmKind.HOLDER.tag()), "the creator removed the holder's name");
+        }
+    }
+
+    @Test
+    void theCreatorsCloseEmptiesTheHolderForEveryone() {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
+            SharedHolder creator = SharedHolder.create(rs);
+            SharedHolder other = SharedHolder.open(rs, creator.name());
+            publishPattern(rs, other, 5); // any process may publish
+            Tensor held = creator.acquire();
+            creator.close();
+            assertTrue(other.isClosed());
+            assertNull(other.acquire(), "empty after the creator closed");
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> publishPattern(rs, other, 6));
+            assertTrue(e.getMessage().contains("closed by its creator"), e.getMessage());
+            assertThrows(IllegalStateException.class, creator::acquire);
+            assertEquals(-1, Patterns.firstMismatch(held.data(), 5), "tensors handed out outlive their handle");
+            assertEquals(0, other.stats().retired());
+            held.close();
+            assertEquals(1, other.stats().retired());
+            other.close();
+            other.close();
+            assertEquals(0, rs.sharing().liveCounts(), "every version retired returned its token; the refused publish took none");
+        }
+    }
+
+    @Test
+    void aFullVersionTableRefusesThePublishAndReturnsItsToken() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             SharedHolder holder = SharedHolder.create(rs, 2, 4)) {
+            publishPattern(rs, holder, 1);
+            try (Tensor a = holder.acquire()) {
+                publishPattern(rs, holder, 2);
+                IllegalStateException e = assertThrows(IllegalStateException.class,
+                        () -> publishPattern(rs, holder, 3));
+                assertTrue(e.getMessage().contains("all 2 version slots"), e.getMessage());
+                assertEquals(2, rs.sharing().liveCounts(), "the refused version's token came back at once");
+                assertEquals(-1, Patterns.firstMismatch(a.data(), 1));
+            }
+            publishPattern(rs, holder, 3);
+            try (Tensor c = holder.acquire()) {
+                assertEquals(-1, Patterns.firstMismatch(c.data(), 3));
+            }
+            holder.close();
+            assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
+        }
+    }
+
+    @Test
+    void aVersionForwardedOnwardLivesUntilTheLastProcessAnywhereLetsGo() throws Exception {
+        try (TempShm shm = new TempShm();
+             Refshare publisherRs = Refshare.open(shm.config());
+             Refshare readerRs = Refshare.open(shm.config());
+             Refshare thirdRs = Refshare.open(shm.config())) {
+            SharedHolder publisher = SharedHolder.create(publisherRs);
+            SharedHolder reader = SharedHolder.open(readerRs, publisher.name());
+            publishPattern(publisherRs, publisher, 7);
+            byte[] message;
+            try (Tensor t = reader.acquire()) {
+                message = readerRs.share(t); // forwarding what the holder gave us
+            }
+            publishPattern(publisherRs, publisher, 8);
+            assertEquals(0, publisher.stats().retired(), "version 1 lives on in the forwarded message");
+            try (Tensor forwarded = thirdRs.receive(message)) {
+                assertEquals(-1, Patterns.firstMismatch(forwarded.data(), 7));
+            }
+            assertTrue(await(() -> publisher.stats().retired() == 1),
+                    "the reader's collector releases the version once the forwarded copy came back");
+            assertTrue(await(() -> publisherRs.stats().limboBlocks() == 1), "only the current version is left");
+            reader.close();
+            publisher.close();
+            assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
+        }
+    }
+
+    @Test
+    void aClosedHandleStillReleasesWhatItHandedOut() {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
+            SharedHolder creator = SharedHolder.create(rs);
+            SharedHolder reader = SharedHolder.open(rs, creator.name());
+            publishPattern(rs, creator, 1);
+            Tensor t = reader.acquire();
+            reader.close();
+            assertThrows(IllegalStateException.class, reader::acquire);
+            assertEquals(1, t.data().get(ValueLayout.JAVA_BYTE, 0) == Patterns.byteAt(1, 0) ? 1 : 0);
+            publishPattern(rs, creator, 2);
+            t.close(); // releases through the closed handle's mapping, then unmaps it
+            assertEquals(1, creator.stats().retired());
+            creator.close();
+        }
+    }
+
+    @Test
+    void filesThatAreNotHoldersAreRefused() {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
+            ShmFile blank = rs.sharing().directory().create(ShmKind.HOLDER, 64 << 10);
+            try {
+                InvalidDataException e = assertThrows(InvalidDataException.class,
+                        () -> SharedHolder.open(rs, blank.name()));
+                assertTrue(e.getMessage().contains("not a refshare holder file"), e.getMessage());
+            } finally {
+                blank.unlink();
+                blank.close();
+            }
+            try (SharedHolder real = SharedHolder.create(rs, 4, 4)) {
+                ShmFile small = rs.sharing().directory().create(ShmKind.HOLDER, 4096);
+                try {
+                    // a header copied from a real holder onto a file too short for it
+                    ShmFile original = rs.sharing().directory().open(real.name(), ShmKind.HOLDER, 0);
+                    small.segment().copyFrom(original.segment().asSlice(0, SharedHolderLayout.HEADER_LENGTH));
+                    original.close();
+                    InvalidDataException e = assertThrows(InvalidDataException.class,
+                            () -> SharedHolder.open(rs, small.name()));
+                    assertTrue(e.getMessage().contains("truncated"), e.getMessage());
+                } finally {
+                    small.unlink();
+                    small.close();
+                }
+            }
+            assertThrows(InvalidDataException.class, () -> SharedHolder.open(rs, "../../etc/passwd"));
+            assertFalse(shm.files().stream().anyMatch(n -> n.contains("-hold-")));
+        }
+    }
+
+    @Test
+    void manyPublishesReuseSlotsAndLeaveNothingBehind() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             SharedHolder holder = SharedHolder.create(rs, 3, 2)) {
+            for (int i = 1; i <= 5_000; i++) {
+                publishPattern(rs, holder, i);
+                if (i % 10 == 0) {
+                    try (Tensor t = holder.acquire()) {
+                        assertNotNull(t);
+                        assertEquals(-1, Patterns.firstMismatch(t.data(), i));
+                    }
+                }
+            }
+            assertEquals(4_999, holder.stats().retired());
+            holder.clear();
+            assertEquals(5_000, holder.stats().retired());
+            assertEquals(0, holder.stats().liveVersions());
+            assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, rs.sharing().liveCounts());
+        }
+    }
+
+    private static boolean await(BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            Thread.sleep(1);
+        }
+        return true;
+    }
+}
