@@ -1,6 +1,7 @@
 package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
+import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 
@@ -112,7 +113,14 @@ final class CounterFilePool {
                     knownDead.add(holder);
                 }
                 if (knownDead.contains(holder)) {
-                    reclaimed += f.releaseAllHeldBy(holder);
+                    int n = f.releaseAllHeldBy(holder);
+                    reclaimed += n;
+                    Events.Reclaim event = new Events.Reclaim();
+                    if (n > 0 && event.shouldCommit()) {
+                        event.pid = holder.pid();
+                        event.references = n;
+                        event.commit();
+                    }
                 }
             }
         }

@@ -1,5 +1,7 @@
 package io.refshare.share;
 
+import io.refshare.observe.Events;
+
 import java.util.ArrayList;
 import java.util.List;
 
@@ -25,6 +27,12 @@ final class Limbo {
         waiting.add(block);
         blocks++;
         bytes += block.byteSize();
+        Events.LimboEnter event = new Events.LimboEnter();
+        if (event.shouldCommit()) {
+            event.length = block.byteSize();
+            event.limboBlocks = blocks;
+            event.commit();
+        }
     }
 
     /** Frees every waiting storage no process uses any more; returns how many. */
@@ -55,6 +63,12 @@ final class Limbo {
                     bytes -= b.byteSize();
                 }
             }
+        }
+        Events.LimboCollect event = new Events.LimboCollect();
+        if (event.shouldCommit() && !free.isEmpty()) {
+            event.freed = free.size();
+            event.waiting = size();
+            event.commit();
         }
         return free.size();
     }

@@ -3,6 +3,7 @@ package io.refshare.share;
 import io.refshare.InvalidDataException;
 import io.refshare.counter.CounterFile;
 import io.refshare.memory.HostBackend;
+import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -134,6 +135,12 @@ final class ReceiveCache {
     /** Releases a received token whose memory this cache did not map (device memory). */
     void releaseToken(Token token) {
         try {
+            Events.Release event = new Events.Release();
+            if (event.shouldCommit()) {
+                event.counterFile = token.file().name();
+                event.slot = token.slot();
+                event.commit();
+            }
             if (!token.file().release(token.slot())) {
                 // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
                 System.getLogger(ReceiveCache.class.getName()).log(System.Logger.Level.WARNING,

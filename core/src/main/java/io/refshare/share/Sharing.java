@@ -7,6 +7,7 @@ import io.refshare.counter.CounterFileLayout;
 import io.refshare.memory.AllocatorStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.HostBackend;
+import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.TensorLayout;
@@ -143,6 +144,15 @@ public final class Sharing implements AutoCloseable {
             Token token = counterFiles.handOut();
             storage.sentBlock().add(token);
             shared.increment();
+            Events.Send sent = new Events.Send();
+            if (sent.shouldCommit()) {
+                sent.segment = storage.segmentName();
+                sent.offset = storage.segmentOffset();
+                sent.length = storage.byteSize();
+                sent.counterFile = token.file().name();
+                sent.slot = token.slot();
+                sent.commit();
+            }
             return new Descriptor(backend, storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
                     storage.byteSize(), storage.memoryHandle(), token.file().name(), token.slot(), event, layout,
                     self.pid(), self.startTicks());
@@ -173,6 +183,14 @@ public final class Sharing implements AutoCloseable {
                         + counters + " is " + stateName(counters.state(d.slot())));
             }
             received.increment();
+            Events.Receive receipt = new Events.Receive();
+            if (receipt.shouldCommit()) {
+                receipt.segment = d.segmentName();
+                receipt.length = d.length();
+                receipt.senderPid = d.senderPid();
+                receipt.slot = d.slot();
+                receipt.commit();
+            }
             return new ReceivedBlock(this, new Token(counters, d.slot()), mapping, d.offset(), d.length());
         } catch (RuntimeException e) {
             if (mapping != null) {

@@ -1,5 +1,6 @@
 package io.refshare.tensor;
 
+import io.refshare.observe.LeakDetector;
 import io.refshare.share.Storage;
 
 import java.lang.foreign.MemorySegment;
@@ -28,12 +29,23 @@ public final class Tensor implements AutoCloseable {
     private final Storage storage;
     private final TensorLayout layout;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final LeakDetector.Watch leakWatch;
 
     /** Wraps a storage reference the caller hands over (it is released on {@link #close()}). */
     public Tensor(Storage storage, TensorLayout layout) {
+        this(storage, layout, false);
+    }
+
+    /**
+     * Like {@link #Tensor(Storage, TensorLayout)}; with {@code watchForLeaks} the
+     * {@link LeakDetector} reports (and releases) the reference if this tensor is
+     * garbage-collected without {@link #close()}.
+     */
+    public Tensor(Storage storage, TensorLayout layout, boolean watchForLeaks) {
         layout.checkFits(storage.byteSize());
         this.storage = storage;
         this.layout = layout;
+        this.leakWatch = watchForLeaks ? LeakDetector.watch(this, storage::release, storage.byteSize()) : null;
     }
 
     public TensorLayout layout() {
@@ -112,6 +124,9 @@ public final class Tensor implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            if (leakWatch != null) {
+                leakWatch.closed();
+            }
             storage.release();
         }
     }

@@ -29,9 +29,15 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     public static ChildJvm start(Class<?> main, String... args) {
+        return startWith(new String[0], main, args);
+    }
+
+    /** Like {@link #start}, with extra JVM options (system properties, flags) before the main class. */
+    public static ChildJvm startWith(String[] jvmOptions, Class<?> main, String... args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElseThrow());
         cmd.add("--enable-native-access=ALL-UNNAMED");
+        cmd.addAll(List.of(jvmOptions));
         cmd.add("-Xmx256m");
         cmd.add("-XX:+UseSerialGC");
         cmd.add("-cp");

@@ -1,0 +1,106 @@
+package io.refshare.observe;
+
+import java.lang.ref.Cleaner;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
+
+/**
+ * Finds received tensors that were garbage-collected without {@code close()}: each would
+ * otherwise pin the producer's memory until this process exits. A watched tensor that is
+ * collected unclosed is reported (log warning and a {@link Events.Leak} JFR event, with
+ * the stack where it was received) and its reference is released.
+ *
+ * <p>Watching costs a stack capture and a {@link Cleaner} registration, so by default one
+ * received tensor in {@value #SAMPLING_INTERVAL} is watched. The system property
+ * {@code refshare.leakDetection} chooses: {@code disabled}, {@code sampled} (default) or
+ * {@code paranoid} (every tensor, for tests and debugging).
+ */
+public final class LeakDetector {
+    public enum Level { DISABLED, SAMPLED, PARANOID }
+
+    public static final int SAMPLING_INTERVAL = 128;
+    private static final Level LEVEL = level(System.getProperty("refshare.leakDetection", "sampled"));
+    private static final System.Logger LOG = System.getLogger(LeakDetector.class.getName());
+    private static final AtomicLong RECEIVED = new AtomicLong();
+    private static final AtomicLong LEAKS = new AtomicLong();
+    private static final Cleaner CLEANER = Cleaner.create(
+            Thread.ofPlatform().daemon().name("refshare-leak-detector").factory());
+
+    private LeakDetector() {
+    }
+
+    /** What a watched tensor tells the detector when it is closed properly. */
+    public static final class Watch implements Runnable {
+        private final Throwable receivedAt;
+        private final Runnable release;
+        private final long length;
+        private volatile boolean closed;
+        private Cleaner.Cleanable cleanable;
+
+        private Watch(Throwable receivedAt, Runnable release, long length) {
+            this.receivedAt = receivedAt;
+            this.release = release;
+            this.length = length;
+        }
+
+        /** The tensor was closed: nothing to report. */
+        public void closed() {
+            closed = true;
+            cleanable.clean();
+        }
+
+        /** Runs once: when closed (nothing to do) or when the tensor became unreachable unclosed. */
+        @Override
+        public void run() {
+            if (closed) {
+                return;
+            }
+            LEAKS.incrementAndGet();
+            String where = Arrays.stream(receivedAt.getStackTrace()).limit(12).map(e -> "\tat " + e)
+                    .collect(Collectors.joining("\n"));
+            LOG.log(System.Logger.Level.WARNING, "LEAK: a received tensor of {0} bytes was garbage-collected without "
+                    + "close(); its reference is released now. Close received tensors (try-with-resources). "
+                    + "It was received at:\n{1}", length, where);
+            Events.Leak e = new Events.Leak();
+            if (e.shouldCommit()) {
+                e.length = length;
+                e.receivedAt = where;
+                e.commit();
+            }
+            release.run();
+        }
+    }
+
+    /**
+     * Starts watching {@code tensor} if this one is sampled; {@code release} gives its
+     * reference back if it leaks (it must not refer to the tensor). Returns null when not watched.
+     */
+    public static Watch watch(Object tensor, Runnable release, long length) {
+        if (LEVEL == Level.DISABLED
+                || (LEVEL == Level.SAMPLED && RECEIVED.getAndIncrement() % SAMPLING_INTERVAL != 0)) {
+            return null;
+        }
+        Watch w = new Watch(new Throwable("received here"), release, length);
+        w.cleanable = CLEANER.register(tensor, w);
+        return w;
+    }
+
+    /** Leaks found since this JVM started. */
+    public static long leaks() {
+        return LEAKS.get();
+    }
+
+    public static Level level() {
+        return LEVEL;
+    }
+
+    private static Level level(String value) {
+        try {
+            return Level.valueOf(value.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            return Level.SAMPLED;
+        }
+    }
+}
