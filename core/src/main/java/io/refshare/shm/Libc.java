@@ -45,6 +45,8 @@ public final class Libc {
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
     private static final MethodHandle POSIX_FALLOCATE = LINKER.downcallHandle(LIBC.findOrThrow("posix_fallocate"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+    private static final MethodHandle FCHMOD = LINKER.downcallHandle(LIBC.findOrThrow("fchmod"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO);
     private static final MethodHandle GETUID = LINKER.downcallHandle(LIBC.findOrThrow("getuid"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT));
     private static final MethodHandle GETGID = LINKER.downcallHandle(LIBC.findOrThrow("getgid"),
@@ -93,6 +95,20 @@ public final class Libc {
     public static void close(int fd) {
         try {
             int ignored = (int) CLOSE.invokeExact(fd);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** Sets a file's mode exactly, whatever the umask took away at creation. */
+    public static void fchmod(int fd, int mode, String what) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            if ((int) FCHMOD.invokeExact(state, fd, mode) != 0) {
+                throw new ErrnoException("fchmod(" + what + ")", (int) ERRNO_HANDLE.get(state, 0L));
+            }
+        } catch (ErrnoException e) {
+            throw e;
         } catch (Throwable t) {
             throw new AssertionError(t);
         }

@@ -122,6 +122,9 @@ public final class ShmDirectory {
             throw new RefshareException("cannot create " + path + ": " + e.getMessage(), e);
         }
         try {
+            if (mode != OWNER_ONLY) {
+                Libc.fchmod(fd, mode, path.toString()); // the umask may have taken the group's write bit
+            }
             Libc.posixFallocate(fd, size, path.toString());
         } catch (Libc.ErrnoException e) {
             deleteQuietly(path);
