@@ -8,7 +8,7 @@ import java.util.List;
  * A moment's view of a queue, read from its file without locking (figures moved by
  * concurrent operations may be off by those operations).
  *
- * @param size      messages published and not yet taken (0..capacity)
+ * @param size      positions producers claimed and consumers did not yet (0..capacity): a moment's fill level
  * @param offered   messages published, ever, by every participant (departed ones included)
  * @param taken     messages handed to a consumer, ever
  * @param rejected  cells skipped because their length field was impossible (hostile or corrupt writer)

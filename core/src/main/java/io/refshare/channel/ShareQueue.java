@@ -41,7 +41,8 @@ public final class ShareQueue implements AutoCloseable {
     private final boolean creator;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder rejected = new LongAdder();
-    private volatile boolean tookAny;
+    /** This handle has polled, so the queue counts it among the consumers. */
+    private volatile boolean polled;
 
     private ShareQueue(Refshare refshare, ShmQueue queue, boolean creator) {
         this.refshare = refshare;
@@ -99,16 +100,15 @@ public final class ShareQueue implements AutoCloseable {
 
     /** The next tensor, or null after {@code timeout}; throws {@link QueueClosedException} at the end of the stream. */
     public Tensor poll(long timeout, TimeUnit unit) throws InterruptedException {
+        polled = true;
         long deadline = System.nanoTime() + unit.toNanos(timeout);
         while (true) {
             long left = deadline - System.nanoTime();
-            byte[] message = queue.poll(Math.max(0, left), TimeUnit.NANOSECONDS);
-            if (message == null) {
-                return null;
-            }
-            tookAny = true;
             try {
-                return refshare.receive(message);
+                // received while the message is still claimed in the queue: if this process dies
+                // before taking the reference, another consumer gets the message; after, the
+                // reference is attributed to this process and reclaimed by the producer
+                return queue.poll(Math.max(0, left), TimeUnit.NANOSECONDS, refshare::receive);
             } catch (QueueClosedException e) {
                 throw e;
             } catch (RefshareException e) {
@@ -139,9 +139,9 @@ public final class ShareQueue implements AutoCloseable {
             return;
         }
         try {
-            // attached handles that consume, or may yet (they have not offered); ours is among them if we took
+            // attached handles that consume, or may yet (they have not offered); ours is among them if we polled
             long consumers = queue.stats().participants().stream().filter(p -> p.consumer() || !p.producer()).count();
-            boolean lastConsumer = consumers <= (tookAny ? 1 : 0);
+            boolean lastConsumer = consumers <= (polled ? 1 : 0);
             if (creator || lastConsumer) {
                 queue.markClosed();
             }

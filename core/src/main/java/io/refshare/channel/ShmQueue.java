@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 import static io.refshare.channel.ShmQueueLayout.*;
 
@@ -87,6 +88,7 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * </ul>
  */
 public final class ShmQueue implements AutoCloseable {
+    private static final Function<byte[], byte[]> AS_IS = m -> m;
     static final long SWEEP_INTERVAL_MILLIS = 100;
     private static final long SWEEP_INTERVAL_NANOS = SWEEP_INTERVAL_MILLIS * 1_000_000L;
     private static final long SPIN_NANOS = 30_000;
@@ -225,7 +227,14 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    /** Publishes {@code message} if there is room now; never waits. */
+    /**
+     * Publishes {@code message} if there is room now; never waits.
+     *
+     * @return false if the queue is full
+     * @throws QueueClosedException if the queue is closed, or this handle was closed
+     * @throws IllegalArgumentException if the message is longer than {@link #maxMessageBytes()}
+     * @throws InvalidDataException if the file's cells were overwritten by someone else
+     */
     public boolean offer(byte[] message) {
         checkMessage(message);
         enter();
@@ -247,6 +256,7 @@ public final class ShmQueue implements AutoCloseable {
      * @return false if the queue stayed full for the whole timeout
      * @throws QueueClosedException if the queue is (or becomes, while waiting) closed, or this handle was closed
      * @throws IllegalArgumentException if the message is longer than {@link #maxMessageBytes()}
+     * @throws InvalidDataException if the file's cells were overwritten by someone else
      */
     public boolean offer(byte[] message, long timeout, TimeUnit unit) throws InterruptedException {
         checkMessage(message);
@@ -271,18 +281,19 @@ public final class ShmQueue implements AutoCloseable {
      *
      * @return the message, or null when the queue is empty
      * @throws QueueClosedException if the queue is closed and empty
-     * @throws InvalidDataException if the next cell held an impossible length (it is skipped; poll again)
+     * @throws InvalidDataException if the next cell held an impossible length (it is skipped; poll
+     *         again), or the file's cells were overwritten by someone else
      */
     public byte[] poll() {
         enter();
         try {
             recordRole(ROLE_CONSUMER);
-            byte[] m = tryPoll();
+            byte[] m = tryPoll(AS_IS);
             if (m != null) {
                 return m;
             }
             Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
-            return adopted != null ? deliver(adopted.cellOffset(), adopted.position()) : tryPoll();
+            return adopted != null ? deliver(adopted.cellOffset(), adopted.position(), AS_IS) : tryPoll(AS_IS);
         } finally {
             exit();
         }
@@ -293,9 +304,25 @@ public final class ShmQueue implements AutoCloseable {
      *
      * @return the message, or null if none came within the timeout
      * @throws QueueClosedException once the queue is closed and empty, or if this handle was closed
-     * @throws InvalidDataException if the next cell held an impossible length (it is skipped; poll again)
+     * @throws InvalidDataException if the next cell held an impossible length (it is skipped; poll
+     *         again), or the file's cells were overwritten by someone else
      */
     public byte[] poll(long timeout, TimeUnit unit) throws InterruptedException {
+        return poll(timeout, unit, AS_IS);
+    }
+
+    /**
+     * Takes the next message like {@link #poll(long, TimeUnit)} and hands it to
+     * {@code whileClaimed} before the cell is released: if this process dies while the
+     * function runs, the message is still in the queue, claimed in its name, and recovery
+     * delivers it to another consumer. Whatever the message commits this process to (a
+     * reference taken, say) is thus either done and attributable to this process, or not
+     * done and still queued: it cannot be lost in between. An exception from the function
+     * propagates; the message is consumed either way.
+     *
+     * @return what {@code whileClaimed} returned, or null if no message came within the timeout
+     */
+    public <T> T poll(long timeout, TimeUnit unit, Function<byte[], T> whileClaimed) throws InterruptedException {
         long nanos = unit.toNanos(timeout);
         enter();
         try {
@@ -303,8 +330,8 @@ public final class ShmQueue implements AutoCloseable {
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            byte[] m = tryPoll();
-            return m != null ? m : awaitMessage(nanos);
+            T m = tryPoll(whileClaimed);
+            return m != null ? m : awaitMessage(nanos, whileClaimed);
         } finally {
             exit();
         }
@@ -343,11 +370,11 @@ public final class ShmQueue implements AutoCloseable {
                 byte[] m = null;
                 try {
                     if (h >= 0) {
-                        m = deliver(geometry.cellOffset(cellIndex(h)), h);
+                        m = deliver(geometry.cellOffset(cellIndex(h)), h, AS_IS);
                     } else {
                         Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
                         if (adopted != null) {
-                            m = deliver(adopted.cellOffset(), adopted.position());
+                            m = deliver(adopted.cellOffset(), adopted.position(), AS_IS);
                         } else if (h == CLOSED || !closedFlag()) {
                             return drained;
                         } else {
@@ -519,9 +546,9 @@ public final class ShmQueue implements AutoCloseable {
      * Copies out the message of a cell this handle holds in READING and frees the cell,
      * whatever happens: an impossible length is rejected, never left blocking the queue.
      */
-    byte[] deliver(long cell, long position) {
+    <T> T deliver(long cell, long position, Function<byte[], T> whileClaimed) {
         int length = mem.get(LE_INT, cell + CELL_LENGTH_FIELD);
-        byte[] message;
+        T result;
         try {
             if (length < 0 || length > maxMessageBytes) {
                 participants.countRejected();
@@ -529,8 +556,9 @@ public final class ShmQueue implements AutoCloseable {
                         + " claims " + length + " bytes, cells hold at most " + maxMessageBytes
                         + "; a corrupt or hostile writer. The cell was skipped");
             }
-            message = new byte[length];
+            byte[] message = new byte[length];
             MemorySegment.copy(mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message, 0, length);
+            result = whileClaimed.apply(message);
         } finally {
             LONG.setVolatile(mem, cell + CELL_WORD, free(position + capacity));
             notFull.signal();
@@ -539,7 +567,7 @@ public final class ShmQueue implements AutoCloseable {
         if (notEmpty.anyoneAsleep() && hasMessage()) {
             notEmpty.signal(); // a sleeper may have been woken for the message this poll took
         }
-        return message;
+        return result;
     }
 
     // ---- waiting ----
@@ -579,10 +607,10 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    private byte[] awaitMessage(long nanos) throws InterruptedException {
+    private <T> T awaitMessage(long nanos, Function<byte[], T> whileClaimed) throws InterruptedException {
         long start = System.nanoTime();
         if (nanos > 0 && spinUntil(start + Math.min(nanos, SPIN_NANOS), () -> hasMessage() || closedFlag())) {
-            byte[] m = tryPoll();
+            T m = tryPoll(whileClaimed);
             if (m != null) {
                 return m;
             }
@@ -590,9 +618,9 @@ public final class ShmQueue implements AutoCloseable {
         while (true) {
             Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
             if (adopted != null) {
-                return deliver(adopted.cellOffset(), adopted.position());
+                return deliver(adopted.cellOffset(), adopted.position(), whileClaimed);
             }
-            byte[] m = tryPoll();
+            T m = tryPoll(whileClaimed);
             if (m != null) {
                 return m;
             }
@@ -603,7 +631,7 @@ public final class ShmQueue implements AutoCloseable {
             }
             int sequence = notEmpty.prepare(selfEntry);
             try {
-                m = tryPoll();
+                m = tryPoll(whileClaimed);
                 if (m != null) {
                     return m;
                 }
@@ -677,7 +705,7 @@ public final class ShmQueue implements AutoCloseable {
         return true;
     }
 
-    private byte[] tryPoll() {
+    private <T> T tryPoll(Function<byte[], T> whileClaimed) {
         long h = claimReadable();
         if (h == EMPTY) {
             return null;
@@ -686,11 +714,11 @@ public final class ShmQueue implements AutoCloseable {
             // before saying "drained", make sure no dead consumer still holds a message
             Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
             if (adopted != null) {
-                return deliver(adopted.cellOffset(), adopted.position());
+                return deliver(adopted.cellOffset(), adopted.position(), whileClaimed);
             }
             throw new QueueClosedException("queue " + name() + " is closed and empty");
         }
-        return deliver(geometry.cellOffset(cellIndex(h)), h);
+        return deliver(geometry.cellOffset(cellIndex(h)), h, whileClaimed);
     }
 
     /** True when the tail cell is free for the tail position (a hint: it may change at once). */
