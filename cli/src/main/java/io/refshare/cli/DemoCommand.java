@@ -1,8 +1,10 @@
 package io.refshare.cli;
 
+import io.refshare.Device;
 import io.refshare.Refshare;
 import io.refshare.channel.ShareQueue;
 import io.refshare.inspect.Inventory;
+import io.refshare.tensor.DType;
 import io.refshare.tensor.Tensor;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -11,6 +13,8 @@ import picocli.CommandLine.Option;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -53,6 +57,11 @@ final class DemoCommand implements Callable<Integer> {
             description = "messages the queue holds before put waits (default: ${DEFAULT-VALUE})")
     int capacity;
 
+    @Option(names = "--device", paramLabel = "DEVICE", defaultValue = "host",
+            description = "where the tensors live: host (shared memory) or cuda[:N] (CUDA device memory shared"
+                    + " through CUDA IPC; needs the NVIDIA driver) (default: ${DEFAULT-VALUE})")
+    String deviceName;
+
     @Override
     public Integer call() throws Exception {
         if (consumers < 1 || consumers > 64) {
@@ -61,7 +70,14 @@ final class DemoCommand implements Callable<Integer> {
         if (size < 8 || seconds <= 0 || capacity < 1) {
             throw new IllegalArgumentException("--size must be at least 8 bytes, --duration and --queue-capacity positive");
         }
-        var config = shm.config();
+        Device device = Device.parse(deviceName);
+        var config = device.isHost() ? shm.config() : shm.config().withCudaDevice(device.index());
+        if (!device.isHost()) {
+            // fail before anything starts: no driver or no device is a plain one-line error
+            try (Refshare probe = Refshare.open(config)) {
+                System.out.println("device " + probe.cuda().context());
+            }
+        }
         Set<String> before = ourFiles(config.directory(), config.prefix());
         System.out.printf(Locale.ROOT, "refshare demo: 1 producer (pid %d) -> %d consumer processes, %s tensors, %.0f s, "
                 + "files in %s%n", ProcessHandle.current().pid(), consumers, Inventory.bytes(size), seconds,
@@ -74,11 +90,13 @@ final class DemoCommand implements Callable<Integer> {
         long started;
         long streamed;
         Refshare rs = Refshare.open(config);
+        // device tensors are written through a host buffer: the host cannot address device memory
+        MemorySegment staging = device.isHost() ? null : Arena.ofAuto().allocate(size);
         try {
             try (ShareQueue queue = ShareQueue.create(rs, capacity)) {
                 List<Thread> readers = new ArrayList<>();
                 for (int i = 0; i < consumers; i++) {
-                    Process p = startConsumer(config.directory(), config.prefix(), queue.name());
+                    Process p = startConsumer(config.directory(), config.prefix(), queue.name(), device);
                     children.add(p);
                     readers.add(readReports(i, p, progress, done));
                 }
@@ -88,8 +106,13 @@ final class DemoCommand implements Callable<Integer> {
                 long end = started + (long) (seconds * 1e9);
                 long nextReport = started + 500_000_000L;
                 while (System.nanoTime() < end) {
-                    try (Tensor t = rs.allocateBytes(size)) {
-                        DemoPattern.fill(t.data(), sent);
+                    try (Tensor t = rs.allocate(device, DType.UINT8, size)) {
+                        if (device.isHost()) {
+                            DemoPattern.fill(t.data(), sent);
+                        } else {
+                            DemoPattern.fill(staging, sent);
+                            rs.cuda().copyFromHost(staging, t);
+                        }
                         while (!queue.offer(t, 100, TimeUnit.MILLISECONDS)) {
                             requireAlive(children);
                         }
@@ -119,6 +142,7 @@ final class DemoCommand implements Callable<Integer> {
             }
             boolean limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
             var stats = rs.stats();
+            var allocator = device.isHost() ? stats.allocator() : rs.cuda().stats().allocator();
             long received = 0;
             long bytes = 0;
             long bad = 0;
@@ -138,11 +162,11 @@ final class DemoCommand implements Callable<Integer> {
                     received, Inventory.bytes(bytes), consumers,
                     bad == 0 && received == sent ? "all correct" : bad + " corrupt, " + (sent - received) + " missing");
             System.out.printf(Locale.ROOT, "  producer memory: %d segments reused for %,d tensors, limbo %s, "
-                    + "blocks in use %d%n", stats.allocator().segmentCreations(), sent,
-                    limboEmpty ? "empty" : stats.limboBlocks() + " blocks", stats.allocator().blocksInUse());
+                    + "blocks in use %d%n", allocator.segmentCreations(), sent,
+                    limboEmpty ? "empty" : stats.limboBlocks() + " blocks", allocator.blocksInUse());
             System.out.println("  files left behind: " + (left.isEmpty() ? "none" : left));
             boolean ok = bad == 0 && received == sent && limboEmpty && left.isEmpty()
-                    && stats.allocator().blocksInUse() == 0;
+                    && allocator.blocksInUse() == 0;
             System.out.println(ok ? "OK: every tensor delivered once and verified, all counts returned, nothing leaked"
                     : "FAILED: see above");
             return ok ? 0 : 1;
@@ -173,10 +197,11 @@ final class DemoCommand implements Callable<Integer> {
         System.out.flush();
     }
 
-    private static Process startConsumer(Path dir, String prefix, String queue) throws IOException {
+    private static Process startConsumer(Path dir, String prefix, String queue, Device device) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
         return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx128m", "-cp",
-                System.getProperty("java.class.path"), DemoConsumer.class.getName(), dir.toString(), prefix, queue)
+                System.getProperty("java.class.path"), DemoConsumer.class.getName(), dir.toString(), prefix, queue,
+                device.toString())
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 

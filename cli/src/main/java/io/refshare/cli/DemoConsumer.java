@@ -1,22 +1,31 @@
 package io.refshare.cli;
 
+import io.refshare.Device;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.channel.QueueClosedException;
 import io.refshare.channel.ShareQueue;
 import io.refshare.tensor.Tensor;
+import io.refshare.wire.Backend;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 
 /**
  * A consumer process of {@code refshare demo}: takes tensors until the stream ends,
  * verifies every byte, closes each, and reports on stdout:
  * {@code PROGRESS received bytes bad} a few times a second, {@code DONE received bytes bad} at the end.
- * Args: directory, prefix, queue name.
+ * Args: directory, prefix, queue name, and optionally the device ({@code host}, {@code cuda:N}).
  */
 public final class DemoConsumer {
     public static void main(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0])).withPrefix(args[1]);
+        Device device = args.length > 3 ? Device.parse(args[3]) : Device.HOST;
+        if (!device.isHost()) {
+            config = config.withCudaDevice(device.index());
+        }
+        MemorySegment staging = null; // device tensors are verified from a host copy
         long received = 0;
         long bytes = 0;
         long bad = 0;
@@ -32,11 +41,22 @@ public final class DemoConsumer {
                     break;
                 }
                 try (t) {
-                    if (DemoPattern.verify(t.data()) < 0) {
+                    MemorySegment data;
+                    if (t.storage().backend() == Backend.CUDA) {
+                        long n = t.layout().byteSpan();
+                        if (staging == null || staging.byteSize() != n) {
+                            staging = Arena.ofAuto().allocate(n);
+                        }
+                        rs.cuda().copyToHost(t, staging);
+                        data = staging;
+                    } else {
+                        data = t.data();
+                    }
+                    if (DemoPattern.verify(data) < 0) {
                         bad++;
                     }
                     received++;
-                    bytes += t.data().byteSize();
+                    bytes += data.byteSize();
                 }
                 if (System.nanoTime() - lastReport > 100_000_000L) {
                     System.out.println("PROGRESS " + received + " " + bytes + " " + bad);

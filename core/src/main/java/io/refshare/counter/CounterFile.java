@@ -279,6 +279,26 @@ public final class CounterFile implements AutoCloseable {
         return count;
     }
 
+    /** Tokens {@code holder} holds in this file now. */
+    public int heldBy(ProcessIdentity holder) {
+        int count = 0;
+        for (int peer = 0; peer < peerCapacity; peer++) {
+            if ((long) LONG.getVolatile(mem, peerOffset(peer)) == 0) {
+                break; // entries are claimed in order
+            }
+            if (holder.equals(peerOrNull(peer))) {
+                long word = held(peer);
+                int n = handedOut();
+                for (int s = 0; s < n; s++) {
+                    if ((long) LONG.getVolatile(mem, slotOffset(s)) == word) {
+                        count++;
+                    }
+                }
+            }
+        }
+        return count;
+    }
+
     /** The processes holding at least one token of this file now (alive or not). */
     public java.util.Set<ProcessIdentity> currentHolders() {
         java.util.BitSet peers = new java.util.BitSet();

@@ -3,11 +3,11 @@ package io.refshare.cuda;
 import java.util.Arrays;
 import java.util.HexFormat;
 
-/** A 64-byte IPC memory handle as a map key: arrays compare by identity, handles by content. */
+/** A 64-byte IPC handle (of memory or of an event) as a map key: arrays compare by identity, handles by content. */
 record HandleKey(byte[] bytes) {
     HandleKey {
         if (bytes.length != CudaDriver.IPC_HANDLE_BYTES) {
-            throw new IllegalArgumentException("an IPC memory handle is " + CudaDriver.IPC_HANDLE_BYTES + " bytes, not "
+            throw new IllegalArgumentException("an IPC handle is " + CudaDriver.IPC_HANDLE_BYTES + " bytes, not "
                     + bytes.length);
         }
         bytes = bytes.clone();

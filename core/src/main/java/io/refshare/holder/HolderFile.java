@@ -367,10 +367,9 @@ final class HolderFile {
             throw new InvalidDataException("retiring version slot " + slot + " found it in state " + stateOf(state)
                     + " (corrupt holder file)");
         }
-        byte[] descriptor = descriptor(slot, generationOf(state));
-        long sequence = sequence(slot);
         try {
-            retirement.retired(slot, sequence, descriptor);
+            // a corrupt descriptor is reported (thrown) after the slot is freed: nothing more can be done for it
+            retirement.retired(slot, sequence(slot), descriptor(slot, generationOf(state)));
         } finally {
             LONG.getAndAdd(mem, RETIRED_OFFSET, 1L);
             if (!LONG.compareAndSet(mem, base + SLOT_STATE, state,

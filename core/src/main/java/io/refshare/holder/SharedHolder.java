@@ -12,6 +12,7 @@ import io.refshare.shm.ShmKind;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.Tensor;
 import io.refshare.tensor.TensorLayout;
+import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 
@@ -74,8 +75,8 @@ import java.util.concurrent.atomic.LongAdder;
  * the file's name; versions still held stay valid until released. Any handle's close
  * stops its acquires; tensors it handed out stay valid (until their {@link Refshare} is
  * closed) and are released by closing them. Versions live in the publisher's memory:
- * close the holder before the publisher's {@code Refshare}. Host memory only for now: a
- * CUDA tensor is refused by the receive path.
+ * close the holder before the publisher's {@code Refshare}. Host memory only for now: publishing
+ * a CUDA tensor throws {@link UnsupportedOperationException}.
  */
 public final class SharedHolder implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SharedHolder.class.getName());
@@ -193,6 +194,10 @@ public final class SharedHolder implements AutoCloseable {
             boolean haveSlot = false;
             boolean installed = false;
             try {
+                if (d.backend() != Backend.HOST) {
+                    throw new UnsupportedOperationException("a shared holder holds host memory only for now; "
+                            + "cannot publish a " + d.backend() + " tensor");
+                }
                 byte[] bytes = DescriptorCodec.encode(d);
                 claimed = claimSlot();
                 haveSlot = true;

@@ -15,8 +15,8 @@ import java.util.concurrent.locks.LockSupport;
  * a consumer's release wakes it, and it collects the limbo at once.</li>
  * <li>Every {@value #HOUSEKEEPING_MILLIS} ms it looks for holders of its tokens that have
  * died (pid and start time no longer running) and releases their tokens exactly once, so
- * a killed consumer's memory comes back well within a second; and it publishes the
- * process's {@link StatusFile}.</li>
+ * a killed consumer's memory comes back well within a second; unmaps idle received
+ * segments their senders removed; and publishes the process's {@link StatusFile}.</li>
  * </ul>
  */
 final class Collector implements Runnable {
@@ -41,6 +41,7 @@ final class Collector implements Runnable {
                 waitForWork();
                 if (System.nanoTime() - nextHousekeeping >= 0) {
                     reclaimDeadHolders();
+                    sharing.receiveCache().dropIdleRemoved();
                     sharing.publishStatus();
                     nextHousekeeping = System.nanoTime() + HOUSEKEEPING_MILLIS * 1_000_000;
                 }

@@ -127,6 +127,15 @@ final class CounterFilePool {
         return reclaimed;
     }
 
+    /** Tokens of ours that {@code holder} holds now (a scan: for tests and tools). */
+    synchronized long heldBy(ProcessIdentity holder) {
+        long n = 0;
+        for (CounterFile f : outstanding.keySet()) {
+            n += f.heldBy(holder);
+        }
+        return n;
+    }
+
     synchronized int liveFiles() {
         return outstanding.size();
     }

@@ -22,6 +22,8 @@ final class Limbo {
     /** Waiting blocks plus those taken out by a collection and not yet disposed of. */
     private int blocks;
     private long bytes;
+    /** Blocks freed from the limbo since it was made. */
+    private long collected;
 
     synchronized void add(SentBlock block) {
         waiting.add(block);
@@ -61,6 +63,7 @@ final class Limbo {
                 synchronized (this) {
                     blocks--;
                     bytes -= b.byteSize();
+                    collected++;
                 }
             }
         }
@@ -76,6 +79,10 @@ final class Limbo {
     /** Blocks in the limbo, counting those a collection is freeing right now. */
     synchronized int size() {
         return blocks;
+    }
+
+    synchronized long collected() {
+        return collected;
     }
 
     /** Bytes of {@link #size()}. */

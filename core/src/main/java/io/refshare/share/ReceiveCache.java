@@ -11,14 +11,26 @@ import io.refshare.shm.ShmKind;
 import io.refshare.wire.Backend;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
- * What the receiving side of this process keeps mapped: each sender's segment once, for as
- * long as any block received from it is open, and each sender's counter file once, for as
- * long as this process holds one of its tokens or the sender may still hand out more from
- * it (the file is not retired). Nothing is mapped or opened per message or per release.
+ * What the receiving side of this process keeps mapped: each sender's segment once, and
+ * each sender's counter file once, for as long as this process holds one of its tokens or
+ * the sender may still hand out more from it (the file is not retired). Nothing is mapped
+ * or opened per message or per release.
+ *
+ * <p>A segment whose last received block closed stays mapped while idle, because the
+ * sender pools its segments and the next message most likely lies in the same one:
+ * mapping and unmapping a segment costs tens of microseconds, which would dwarf the cost
+ * of the message itself. Idle mappings are bounded ({@value #MAX_IDLE_SEGMENTS}, least
+ * recently used go first) and dropped by {@link #dropIdleRemoved()} (the collector runs
+ * it every 100 ms) once the sender has removed the file, so they never keep a freed
+ * segment's memory alive for long.
  */
 final class ReceiveCache {
     /** A segment mapped in this process and the number of open blocks that use it. */
@@ -75,7 +87,11 @@ final class ReceiveCache {
     }
 
     private final ShmDirectory directory;
+    static final int MAX_IDLE_SEGMENTS = 64;
+
     private final Map<String, Mapping> segments = new HashMap<>();
+    /** Mapped segments no open block uses, least recently used first. */
+    private final LinkedHashMap<String, Mapping> idle = new LinkedHashMap<>();
     private final Map<String, OpenCounters> counters = new HashMap<>();
 
     ReceiveCache(ShmDirectory directory) {
@@ -118,8 +134,13 @@ final class ReceiveCache {
             }
             m = new Mapping(f);
             segments.put(name, m);
+        } else if (m.file.size() != expectedSize) {
+            throw new InvalidDataException("segment " + name + " is " + m.file.size() + " bytes, the descriptor says "
+                    + expectedSize);
         }
-        m.users++;
+        if (m.users++ == 0) {
+            idle.remove(name);
+        }
         return m;
     }
 
@@ -155,9 +176,29 @@ final class ReceiveCache {
 
     synchronized void unmapSegment(Mapping m) {
         if (--m.users == 0) {
-            segments.remove(m.file.name());
-            m.file.close();
+            idle.put(m.file.name(), m);
+            if (idle.size() > MAX_IDLE_SEGMENTS) {
+                unmap(idle.firstEntry().getValue());
+            }
         }
+    }
+
+    /** Unmaps the idle segments whose sender removed the file; returns how many. */
+    synchronized int dropIdleRemoved() {
+        int dropped = 0;
+        for (Mapping m : List.copyOf(idle.values())) {
+            if (!Files.exists(m.file.path(), LinkOption.NOFOLLOW_LINKS)) {
+                unmap(m);
+                dropped++;
+            }
+        }
+        return dropped;
+    }
+
+    private void unmap(Mapping m) {
+        idle.remove(m.file.name());
+        segments.remove(m.file.name());
+        m.file.close();
     }
 
     private void dropToken(CounterFile file) {
@@ -188,6 +229,7 @@ final class ReceiveCache {
         segments.values().forEach(m -> m.file.close());
         counters.values().forEach(c -> c.file.close());
         segments.clear();
+        idle.clear();
         counters.clear();
         return released;
     }

@@ -46,7 +46,6 @@ public final class Sharing implements AutoCloseable {
     private final Thread collector;
     private final LongAdder shared = new LongAdder();
     private final LongAdder received = new LongAdder();
-    private final LongAdder collected = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
     private volatile boolean closed;
     // ---- device memory: created on first use (see DeviceSharing) ----
@@ -266,11 +265,7 @@ public final class Sharing implements AutoCloseable {
 
     /** Frees every block in the limbo that no process uses any more; returns how many. */
     public int collect() {
-        int n = limbo.collect();
-        if (n > 0) {
-            collected.add(n);
-        }
-        return n;
+        return limbo.collect();
     }
 
     /** Collects the limbo and gives cached free memory back to the system; returns the bytes released. */
@@ -309,7 +304,7 @@ public final class Sharing implements AutoCloseable {
     public Stats stats() {
         return new Stats(allocator.stats(), limbo.size(), limbo.bytes(), counterFiles.liveFiles(),
                 receiveCache.mappedSegments(), receiveCache.mappedCounterFiles(), shared.sum(), received.sum(),
-                collected.sum(), reclaimed.sum());
+                limbo.collected(), reclaimed.sum());
     }
 
     /**
@@ -325,6 +320,11 @@ public final class Sharing implements AutoCloseable {
      */
     public long liveCounts() {
         return counterFiles.liveTokens();
+    }
+
+    /** References to this process's memory that {@code holder} holds now. Scans; not for hot paths. */
+    public long heldBy(ProcessIdentity holder) {
+        return counterFiles.heldBy(holder);
     }
 
     public record Stats(AllocatorStats allocator, int limboBlocks, long limboBytes, int ownCounterFiles,

@@ -240,9 +240,9 @@ class CudaDriverTest {
         Path header = Path.of(System.getenv().getOrDefault("CUDA_HOME", "/usr/local/cuda"), "include", "cuda.h");
         Assumptions.assumeTrue(Files.isRegularFile(header), "no cuda.h at " + header + " to check the double against");
         Path source = CudaTestSupport.moduleDirectory().resolve(CudaTestSupport.SOURCE);
-        String problem = CudaTestSupport.run(List.of("gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+        String problem = CudaTestSupport.run(List.of(CudaTestSupport.compiler(), "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
                 "-DREFSHARE_CHECK_AGAINST_CUDA_H", "-I" + header.getParent(), source.toString()));
-        Assumptions.assumeFalse(problem != null && problem.startsWith("cannot run gcc"), problem);
+        Assumptions.assumeFalse(problem != null && problem.startsWith("cannot run "), problem);
         assertNull(problem);
     }
 

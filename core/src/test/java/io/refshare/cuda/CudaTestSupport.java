@@ -18,7 +18,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * <ul>
  * <li>{@code REFSHARE_CUDA=real}: the real driver ({@link CudaDriver#configuredLibrary()}); the
  * tests fail if it cannot be used, since it was asked for.</li>
- * <li>{@code REFSHARE_CUDA=double}: the test double, built here with gcc from
+ * <li>{@code REFSHARE_CUDA=double}: the test double, built here with gcc (or {@code $CC}) from
  * {@code src/test/c/refshare_cuda_test_double.c}; the tests fail if it cannot be built.</li>
  * <li>unset: the real driver when it loads and has a device, else the test double when gcc is
  * there, else every CUDA test is skipped with the reason in the test output.</li>
@@ -96,8 +96,9 @@ final class CudaTestSupport {
                 if (built.library != null) {
                     return useDouble(built.library);
                 }
-                return new Decision(null, null, "CUDA tests skipped: no usable CUDA driver (" + why + ") and "
-                        + built.problem, null);
+                String reason = "CUDA tests skipped: no usable CUDA driver (" + why + ") and " + built.problem;
+                System.out.println(reason);
+                return new Decision(null, null, reason, null);
             }
             default -> {
                 return new Decision(null, null, null, MODE_ENV + " must be 'real', 'double' or unset, was '"
@@ -139,8 +140,8 @@ final class CudaTestSupport {
             Path dir = Files.createDirectories(moduleDirectory().resolve("target/cuda-test-double"));
             Path library = dir.resolve("librefshare-cuda-test-double.so");
             Path building = Files.createTempFile(dir, "building-", ".so");
-            List<String> cmd = new ArrayList<>(List.of("gcc", "-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror",
-                    "-fPIC", "-fvisibility=hidden", "-shared", "-pthread"));
+            List<String> cmd = new ArrayList<>(List.of(compiler(), "-std=c11", "-O2", "-g", "-Wall", "-Wextra",
+                    "-Werror", "-fPIC", "-fvisibility=hidden", "-shared", "-pthread"));
             cmd.addAll(List.of("-o", building.toString(), source.toString()));
             String problem = run(cmd);
             if (problem != null) {
@@ -152,6 +153,12 @@ final class CudaTestSupport {
         } catch (IOException e) {
             return new BuildResult(null, "the test double cannot be built: " + e.getMessage());
         }
+    }
+
+    /** The C compiler: {@code $CC}, else gcc. */
+    static String compiler() {
+        String cc = System.getenv("CC");
+        return cc != null && !cc.isBlank() ? cc : "gcc";
     }
 
     /** Runs a command; null on success, else what went wrong (its output included). */

@@ -209,4 +209,61 @@ class FileHeaderFuzzTest {
             Hostile.empty(root);
         }
     }
+    /**
+     * The janitor reads every header in the directory to decide what is dead. Whatever the
+     * files hold, it throws nothing, removes nothing that is not a regular file of ours,
+     * never removes a file whose header names this (live) process as its owner, and leaves
+     * alone a file whose header cannot be read.
+     */
+    @FuzzTest(maxDuration = "2m")
+    void janitor(FuzzedDataProvider data) throws IOException {
+        Path root = dir.path();
+        ProcessIdentity me = ProcessIdentity.current();
+        Map<Path, String> mustStay = new HashMap<>(); // path -> why
+        try {
+            int n = data.consumeInt(0, 6);
+            for (int i = 0; i < n; i++) {
+                ShmKind kind = data.pickValue(ShmKind.values());
+                switch (data.consumeInt(0, 4)) {
+                    case 0 -> {
+                        Path link = root.resolve(dir.newName(kind));
+                        Files.createSymbolicLink(link, root.resolve("nowhere"));
+                        mustStay.put(link, "a link");
+                    }
+                    case 1 -> {
+                        Path p = root.resolve("other-" + HexFormat.of().formatHex(data.consumeBytes(8)));
+                        if (!Files.exists(p)) {
+                            Files.write(p, data.consumeBytes(64));
+                            mustStay.put(p, "not ours");
+                        }
+                    }
+                    default -> {
+                        byte[] content = data.consumeBytes(data.consumeInt(0, 1200));
+                        boolean live = content.length >= FileHeader.LENGTH && data.consumeBoolean();
+                        if (live) { // owned by this process, whatever else the file says
+                            java.nio.ByteBuffer.wrap(content).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                                    .putLong((int) FileHeader.OWNER_PID_OFFSET, me.pid())
+                                    .putLong((int) FileHeader.OWNER_START_OFFSET, me.startTicks());
+                        }
+                        Path p = root.resolve(Hostile.plant(dir, kind, content));
+                        if (live) {
+                            mustStay.put(p, "owned by a live process");
+                        } else if (content.length < FileHeader.LENGTH) {
+                            mustStay.put(p, "header unreadable");
+                        }
+                    }
+                }
+            }
+            io.refshare.inspect.Janitor.Report report = io.refshare.inspect.Janitor.sweep(dir, false);
+            for (String removed : report.removed()) {
+                assertTrue(dir.isOurs(removed), "removed a name that is not ours: " + removed);
+            }
+            for (Map.Entry<Path, String> p : mustStay.entrySet()) {
+                assertTrue(Files.exists(p.getKey(), java.nio.file.LinkOption.NOFOLLOW_LINKS),
+                        "the janitor removed " + p.getKey().getFileName() + ", " + p.getValue());
+            }
+        } finally {
+            Hostile.empty(root);
+        }
+    }
 }

@@ -3,6 +3,7 @@ package io.refshare.fuzz;
 import io.refshare.Refshare;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
+import io.refshare.holder.SharedHolder;
 import io.refshare.memory.HostBackend;
 import io.refshare.memory.Segment;
 import io.refshare.shm.ProcessIdentity;
@@ -128,6 +129,19 @@ public final class SeedCorpus {
             try (Tensor t = rs.allocate(DType.UINT8, 64)) {
                 rs.share(t);
                 rs.sharing().stats();
+            }
+            try (SharedHolder h = SharedHolder.create(rs, 4, 2)) {
+                write("HolderFuzzTestInputs/openFile", "empty", read(dir, h.name()));
+                try (Tensor t = rs.allocate(DType.FLOAT32, 4, 4)) {
+                    h.publish(t);
+                }
+                write("HolderFuzzTestInputs/openFile", "one-version", read(dir, h.name()));
+                try (Tensor t = rs.allocate(DType.INT64, 3)) {
+                    h.publish(t);
+                }
+                try (Tensor held = h.acquire()) {
+                    write("HolderFuzzTestInputs/openFile", "two-versions-one-held", read(dir, h.name()));
+                }
             }
             for (String name : shm.files()) {
                 byte[] bytes = read(dir, name);

@@ -1,0 +1,116 @@
+package io.refshare.channel;
+
+import io.refshare.Refshare;
+import io.refshare.inspect.Janitor;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * Chaos: a producer streams to three consumer processes while, round after round, a random
+ * consumer is killed with SIGKILL (holding references, maybe in the middle of a take) and
+ * replaced. After each death every reference it held must come back within a second,
+ * exactly; at the end the producer's memory is back to its baseline and, after the
+ * janitor, the directory is empty.
+ *
+ * <p>CI runs {@value #DEFAULT_ROUNDS} rounds; the full 200: {@code ./run-tests -Dtest=ChaosTest
+ * -Drefshare.chaos.rounds=200}.
+ */
+class ChaosTest {
+    static final int DEFAULT_ROUNDS = 12;
+
+    @Test
+    void killingRandomConsumersMidStreamLeaksNothing() throws Exception {
+        int rounds = Integer.getInteger("refshare.chaos.rounds", DEFAULT_ROUNDS);
+        Random random = new Random(42);
+        try (TempShm shm = new TempShm()) {
+            try (Refshare producer = Refshare.open(shm.config())) {
+                ShareQueue queue = ShareQueue.create(producer, 32);
+                List<ChildJvm> consumers = new ArrayList<>();
+                AtomicBoolean stop = new AtomicBoolean();
+                AtomicLong sent = new AtomicLong();
+                Thread stream = Thread.ofPlatform().name("chaos-producer").start(() -> {
+                    try {
+                        while (!stop.get()) {
+                            long id = sent.get();
+                            try (Tensor t = producer.allocateBytes(4096)) {
+                                t.data().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
+                                Patterns.fill(t.data().asSlice(8), id);
+                                if (queue.offer(t, 100, TimeUnit.MILLISECONDS)) {
+                                    sent.incrementAndGet();
+                                }
+                            }
+                        }
+                    } catch (InterruptedException | QueueClosedException e) {
+                        // stopping
+                    }
+                });
+                try {
+                    for (int i = 0; i < 3; i++) {
+                        consumers.add(startConsumer(shm, queue));
+                    }
+                    long worstMillis = 0;
+                    for (int round = 0; round < rounds; round++) {
+                        Thread.sleep(50 + random.nextInt(100)); // let it run mid-stream
+                        int victim = random.nextInt(consumers.size());
+                        ChildJvm dead = consumers.get(victim);
+                        ProcessIdentity identity = ProcessIdentity.of(dead.pid()).orElseThrow();
+                        dead.kill();
+                        long died = System.nanoTime();
+                        while (producer.sharing().heldBy(identity) > 0
+                                && System.nanoTime() - died < 5_000_000_000L) {
+                            Thread.sleep(5);
+                        }
+                        long millis = (System.nanoTime() - died) / 1_000_000;
+                        worstMillis = Math.max(worstMillis, millis);
+                        assertEquals(0, producer.sharing().heldBy(identity), "round " + round + ": the dead consumer "
+                                + identity + " still holds references after " + millis + " ms");
+                        consumers.set(victim, startConsumer(shm, queue));
+                    }
+                    System.out.println(rounds + " consumers killed; worst time to reclaim all of one's references: "
+                            + worstMillis + " ms; " + sent.get() + " tensors sent; " + producer.stats().reclaimed()
+                            + " references reclaimed");
+                    assertTrue(worstMillis <= 1_000, "every death reclaimed within 1 s (worst " + worstMillis + " ms)");
+                    stop.set(true);
+                    stream.join();
+                    queue.endOfStream();
+                    for (ChildJvm c : consumers) {
+                        String[] done = c.expect("DONE").split(" ");
+                        assertEquals("0", done[1], "no consumer saw a corrupt byte");
+                        assertEquals(0, c.waitFor());
+                    }
+                    assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)), "every reference came back");
+                    assertEquals(0, producer.stats().allocator().blocksInUse(), "allocator back to its baseline");
+                    assertEquals(0, producer.sharing().liveCounts());
+                } finally {
+                    stop.set(true);
+                    stream.join();
+                    queue.close();
+                    consumers.forEach(ChildJvm::kill);
+                }
+            }
+            var report = Janitor.sweep(shm.directory(), false);
+            assertTrue(shm.files().isEmpty(), "after the janitor: " + shm.files() + " (removed " + report.removed() + ")");
+        }
+    }
+
+    private static ChildJvm startConsumer(TempShm shm, ShareQueue queue) {
+        ChildJvm c = ChildJvm.start(ChaosConsumerMain.class, shm.path().toString(), queue.name());
+        c.expect("READY");
+        return c;
+    }
+}
