@@ -1,7 +1,5 @@
 package io.refshare.holder;
 
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.util.function.Consumer;
 
@@ -41,6 +39,9 @@ import java.util.function.Consumer;
  * {@code getAndAdd(c, e - PINNED)} on the old version, where {@code e} is the external count
  * the getAndSet returned ({@code e - PINNED + 1} for {@code exchange}, whose caller keeps a
  * reference). The thread whose read-modify-write leaves {@code c == 0} destroys the version.
+ * In the terms of the classic description, {@code e} is the holder's count, and the
+ * object's "referenced by a holder" count and its own count are folded into {@code c}, the
+ * former as the {@code PINNED} bias (an object is in at most one holder).
  * <p>
  * <b>Invariant.</b> For a version {@code V}, let {@code out} be the references acquired and
  * not released, and {@code credit} the drain credits added and not yet taken back or
@@ -50,8 +51,8 @@ import java.util.function.Consumer;
  * still counted in {@code e} may release before the transfer, decrementing {@code c} for an
  * increment {@code c} has not received yet. The bias keeps the stored value far from zero
  * ({@code e} stays below 2<sup>24</sup>, {@code credit} below 2<sup>24</sup> per thread
- * draining at that moment), so {@code c == 0} happens only
- * after the transfer, with no reference and no credit outstanding; from then on nobody can
+ * draining at that moment), so {@code c == 0} happens only after the transfer, with no
+ * reference and no credit outstanding; from then on nobody can
  * reach {@code V} (the word names another version, and a reader could only have reached it
  * through an acquire that is counted in {@code out}), so {@code c} never moves again and
  * exactly one thread sees it reach zero: destroy runs once, and never while a reference is
@@ -66,8 +67,9 @@ import java.util.function.Consumer;
  * credit back with {@code getAndAdd(c, -drainAt)}, which cannot reach zero because the
  * drainer still holds its own reference. Over-counting in between only delays a destroy.
  * <p>
- * <b>Memory ordering.</b> Every access to the word and to {@code c} is a volatile
- * read-modify-write, so each variable's operations are totally ordered and each
+ * <b>Memory ordering.</b> Every update of the word and of {@code c} is an atomic
+ * read-modify-write with volatile semantics (each on cache lines of its own,
+ * {@link PaddedLong}), so each variable's updates are totally ordered and each
  * synchronizes-with the next. The publisher stores the table entry (plain) before the
  * getAndSet that installs it; a reader's getAndAdd reads from that write or a later RMW of
  * the word, so it sees the entry (an entry is rewritten only after its version died, which
@@ -81,21 +83,8 @@ public final class AtomicHolder<T> implements AutoCloseable {
     /** A version's own count while the holder points at it (see the implementation notes). */
     static final long PINNED = 1L << 62;
 
-    private static final VarHandle WORD;
-    private static final VarHandle COUNT;
-
-    static {
-        try {
-            MethodHandles.Lookup l = MethodHandles.lookup();
-            WORD = l.findVarHandle(AtomicHolder.class, "word", long.class);
-            COUNT = l.findVarHandle(Version.class, "count", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
-    @SuppressWarnings("unused") // through WORD
-    private volatile long word = HolderWord.EMPTY;
+    /** The holder word ({@link HolderWord}), on cache lines of its own. */
+    private final long[] word = PaddedLong.of(HolderWord.EMPTY);
     private final Version<T>[] versions;
     /** The generation of each entry's last version; written by whoever took the entry. */
     private final int[] generations;
@@ -134,7 +123,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
      * (or close it) exactly once.
      */
     public Ref<T> acquire() {
-        long w = (long) WORD.getAndAdd(this, 1L);
+        long w = PaddedLong.getAndAdd(word, 1L);
         int slot = HolderWord.slot(w);
         boolean drain = HolderWord.count(w) + 1 >= drainAt;
         if (slot < 0) {
@@ -206,14 +195,14 @@ public final class AtomicHolder<T> implements AutoCloseable {
     }
 
     private Ref<T> swap(long newWord, boolean keepOld) {
-        long old = (long) WORD.getAndSet(this, newWord);
+        long old = PaddedLong.getAndSet(word, newWord);
         int slot = HolderWord.slot(old);
         if (slot < 0) {
             return null; // acquisitions of an empty holder hold nothing
         }
         Version<T> v = versions[slot];
         long delta = HolderWord.count(old) - PINNED + (keepOld ? 1 : 0);
-        if ((long) COUNT.getAndAdd(v, delta) + delta == 0) {
+        if (PaddedLong.getAndAdd(v.count, delta) + delta == 0) {
             destroy(v);
         }
         return keepOld ? new Ref<>(v) : null;
@@ -221,24 +210,24 @@ public final class AtomicHolder<T> implements AutoCloseable {
 
     private void drain(Version<T> v) {
         long n = drainAt;
-        COUNT.getAndAdd(v, n);
-        long cur = (long) WORD.getVolatile(this);
+        PaddedLong.getAndAdd(v.count, n);
+        long cur = PaddedLong.get(word);
         while (HolderWord.version(cur) == v.word && HolderWord.count(cur) >= n) {
-            if (WORD.compareAndSet(this, cur, cur - n)) {
+            if (PaddedLong.compareAndSet(word, cur, cur - n)) {
                 return;
             }
-            cur = (long) WORD.getVolatile(this);
+            cur = PaddedLong.get(word);
         }
-        COUNT.getAndAdd(v, -n); // the transfer (or another drainer) took the count; we still hold v
+        PaddedLong.getAndAdd(v.count, -n); // the transfer (or another drainer) took the count; we still hold v
     }
 
     private void forgetEmptyCount() {
-        long cur = (long) WORD.getVolatile(this);
+        long cur = PaddedLong.get(word);
         while (HolderWord.slot(cur) < 0 && HolderWord.count(cur) >= drainAt) {
-            if (WORD.compareAndSet(this, cur, HolderWord.EMPTY)) {
+            if (PaddedLong.compareAndSet(word, cur, HolderWord.EMPTY)) {
                 return;
             }
-            cur = (long) WORD.getVolatile(this);
+            cur = PaddedLong.get(word);
         }
     }
 
@@ -253,7 +242,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "AtomicHolder[" + HolderWord.toString((long) WORD.getVolatile(this)) + ", " + liveVersions()
+        return "AtomicHolder[" + HolderWord.toString(PaddedLong.get(word)) + ", " + liveVersions()
                 + " live versions]";
     }
 
@@ -265,8 +254,8 @@ public final class AtomicHolder<T> implements AutoCloseable {
         final int slot;
         /** The holder word naming this version, count 0. */
         final long word;
-        @SuppressWarnings("unused") // through COUNT
-        volatile long count = PINNED;
+        /** The version's own count, on cache lines of its own: the fields above stay read-only. */
+        final long[] count = PaddedLong.of(PINNED);
 
         Version(AtomicHolder<T> holder, T value, Consumer<? super T> onDestroy, int slot, int generation) {
             this.holder = holder;
@@ -277,7 +266,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
         }
 
         void release() {
-            if ((long) COUNT.getAndAdd(this, -1L) == 1L) {
+            if (PaddedLong.getAndAdd(count, -1L) == 1L) {
                 holder.destroy(this);
             }
         }

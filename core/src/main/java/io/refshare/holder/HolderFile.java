@@ -26,8 +26,9 @@ import static io.refshare.holder.SharedHolderLayout.*;
  * retires the version. The invariant {@code count = PINNED + out - e + credit} while the
  * word names the version, {@code count = out + credit} after, and hence the exactly-once
  * retirement, hold across processes because every update is an atomic read-modify-write
- * on the shared mapping, and {@code count - PINNED} is transiently negative for the same
- * reason (a release landing before the transfer of the acquire it matches).
+ * on the shared mapping. As there, {@code count - PINNED} is transiently negative while the
+ * holder still points at the version: a reader's release can land before the transfer of
+ * the acquisition it matches, which the holder word still counts.
  * <p>
  * <b>Slots.</b> A slot's state word goes (FREE, g) &rarr; (WRITING, g + 1) by the
  * compare-and-set of the publisher that claims it, &rarr; (LIVE, g + 1) by that publisher
@@ -45,7 +46,9 @@ import static io.refshare.holder.SharedHolderLayout.*;
  * {@code held[r][s]} out by get-and-set (so each unit moves once, even when reclaimers
  * race or one dies half-way and the next takes over its mark) and releases that many on
  * the slot's count. A slot with {@code held > 0} cannot be retired, so the held counts
- * always refer to the version now in the slot.
+ * always refer to the version now in the slot. A row is free only once reclaimed to zero,
+ * so a process claiming a free row zeroes it: counts found there can only be a hostile
+ * write, never references of anyone.
  * <p>
  * <b>Memory ordering.</b> The publisher writes the count, sequence and descriptor with
  * plain stores, then the LIVE state with a release store, then installs the word with a
@@ -55,7 +58,10 @@ import static io.refshare.holder.SharedHolderLayout.*;
  * (compare-and-set of the same word) comes after it, so a slot is rewritten only after
  * its previous version was read for the last time. A reader's last access to the version's
  * memory precedes its release RMW of the count, which precedes the retiring RMW, so the
- * version's memory is given back only after every reader is done with it.
+ * version's memory is given back only after every reader is done with it. Between
+ * processes the Java memory model is silent; the argument rests on what these VarHandle
+ * operations are on memory both processes map: locked instructions, full fences on x86-64
+ * (and acquire/release atomics elsewhere), the same ones the JDK uses within a process.
  */
 final class HolderFile {
     /** Told the contents of a version whose last reference went, before its slot is freed. */
@@ -99,6 +105,11 @@ final class HolderFile {
         for (int r = 0; r < geometry.readerCapacity(); r++) {
             long at = geometry.rowOffset(r) + ROW_IDENTITY;
             if ((long) LONG.getVolatile(mem, at) == 0 && LONG.compareAndSet(mem, at, 0L, identity)) {
+                // a free row records nothing (rows are freed only once reclaimed to zero): whatever a
+                // hostile writer left in it must not pass for references of ours
+                for (int s = 0; s < geometry.slotCapacity(); s++) {
+                    LONG.setVolatile(mem, geometry.heldOffset(r, s), 0L);
+                }
                 return r;
             }
         }
@@ -136,9 +147,10 @@ final class HolderFile {
         long at = geometry.heldOffset(row, slot);
         long held = (long) LONG.getAndAdd(mem, at, -1L);
         if (held <= 0) {
+            // our own releases are matched one to one with acquires, so only a write from outside gets here
             LONG.getAndAdd(mem, at, 1L);
-            throw new IllegalStateException("reader row " + row + " releases a reference on slot " + slot
-                    + " that it does not hold (held " + held + ")");
+            throw new InvalidDataException("reader row " + row + " holds " + held + " references on slot " + slot
+                    + " but releases one (corrupt holder file)");
         }
         releaseCount(slot, 1, retirement);
     }

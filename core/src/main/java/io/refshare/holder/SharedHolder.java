@@ -7,6 +7,7 @@ import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.share.Sharing;
 import io.refshare.share.ViewedBlock;
 import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.tensor.DType;
@@ -19,6 +20,7 @@ import io.refshare.wire.DescriptorCodec;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -57,7 +59,9 @@ import java.util.concurrent.atomic.LongAdder;
  * When a version is no longer current and its last reader anywhere releases it, that
  * reader (or the publisher that replaced it, if nobody held it) returns the token; the
  * publisher's collector then frees the memory. Acquire maps the block through the
- * process's receive cache (each segment once) without taking a token of its own.
+ * process's receive cache without taking a token of its own; each handle keeps the segment
+ * of the latest version it saw in each slot mapped (until it sees the slot's next version,
+ * or closes), so acquiring the same version again maps nothing.
  *
  * <h2>Attribution and dead readers</h2>
  * Each process that opens the holder has a row in its file, named by pid and start
@@ -77,6 +81,20 @@ import java.util.concurrent.atomic.LongAdder;
  * closed) and are released by closing them. Versions live in the publisher's memory:
  * close the holder before the publisher's {@code Refshare}. Host memory only for now: publishing
  * a CUDA tensor throws {@link UnsupportedOperationException}.
+ *
+ * <h2>Implementation notes</h2>
+ * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
+ * transiently negative and the memory-ordering argument are {@link HolderFile}'s (and
+ * {@link AtomicHolder}'s). This class adds the handle's own lifetime: {@code uses} counts
+ * the operations in progress on the mapping, each acquired tensor counting until its
+ * release, and gains {@code CLOSED} (a high bit) when the handle closes; an operation
+ * enters by an increment and backs out if it saw {@code CLOSED}, so the mapping is unmapped
+ * by whichever decrement brings the count to exactly {@code CLOSED}, after the last use,
+ * and never before one. Publishing installs with one getAndSet: if the creator closed the
+ * holder meanwhile (it sets the closed flag before emptying), the publisher sees the flag
+ * after its getAndSet and empties the holder again, so no version stays pinned in a closed
+ * holder. The per-slot cache of seen versions is replaced by compare-and-set, so each pin
+ * is released exactly once (by the thread that replaced it, or at unmapping).
  */
 public final class SharedHolder implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SharedHolder.class.getName());
@@ -89,8 +107,8 @@ public final class SharedHolder implements AutoCloseable {
     private final boolean creator;
     private final long self = SharedHolderLayout.packIdentity(ProcessIdentity.current());
     private final int row;
-    /** Decoded descriptors of the versions this handle has seen, by slot; checked by sequence. */
-    private final Decoded[] decoded;
+    /** The latest version this handle has seen in each slot (checked by sequence on every use). */
+    private final AtomicReferenceArray<Seen> seen;
     /**
      * Uses of the mapping in progress (each acquired tensor counts until it is released),
      * plus {@link #CLOSED} once the handle is closed: the mapping goes when the count
@@ -103,7 +121,13 @@ public final class SharedHolder implements AutoCloseable {
     private final LongAdder anomalies = new LongAdder();
     private volatile boolean closed;
 
-    private record Decoded(long sequence, Descriptor descriptor, TensorLayout layout) {
+    /**
+     * A version as this handle knows it: decoded once, and with a pin (a view with no count
+     * of its own) that keeps its segment mapped in this process, so that acquiring it again
+     * finds the mapping instead of mapping and unmapping the segment every time. The pin is
+     * dropped when the slot's next version is seen, or when the handle closes.
+     */
+    private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin) {
     }
 
     private SharedHolder(Refshare refshare, ShmFile shm, Geometry geometry, boolean creator, int drainAt) {
@@ -112,7 +136,7 @@ public final class SharedHolder implements AutoCloseable {
         this.shm = shm;
         this.file = new HolderFile(shm.segment(), geometry, drainAt);
         this.creator = creator;
-        this.decoded = new Decoded[geometry.slotCapacity()];
+        this.seen = new AtomicReferenceArray<>(geometry.slotCapacity());
         this.row = claimRow();
     }
 
@@ -155,6 +179,19 @@ public final class SharedHolder implements AutoCloseable {
         } catch (RuntimeException e) {
             f.close();
             throw e;
+        }
+    }
+
+    /**
+     * The figures of a holder file, read without attaching to it (no reader row is taken):
+     * for {@code refshare inspect}. {@code retiredHere} and {@code anomalies} are 0.
+     */
+    public static Stats peek(ShmDirectory directory, String name) {
+        try (ShmFile f = directory.open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH)) {
+            Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
+            HolderFile file = new HolderFile(f.segment(), g, HolderWord.DEFAULT_DRAIN_AT);
+            return new Stats(file.published(), file.retired(), file.reclaimed(), file.slotsInUse(), file.readers(), 0,
+                    0);
         }
     }
 
@@ -254,32 +291,50 @@ public final class SharedHolder implements AutoCloseable {
             return null;
         }
         ViewedBlock block;
-        Decoded v;
+        Seen v;
         try {
-            v = decoded(slot, HolderWord.generation(w));
+            v = seen(slot, HolderWord.generation(w));
             block = sharing.view(v.descriptor(), () -> release(slot));
         } catch (RuntimeException e) {
-            release(slot);
+            undo(e, () -> release(slot));
             throw e;
         }
         try {
             return new Tensor(block, v.layout());
         } catch (RuntimeException e) {
-            block.release(); // runs release(slot)
+            undo(e, block::release); // runs release(slot)
             throw e;
         }
     }
 
-    private Decoded decoded(int slot, int generation) {
-        long sequence = file.sequence(slot);
-        Decoded v = decoded[slot];
-        if (v == null || v.sequence() != sequence) {
-            Descriptor d = DescriptorCodec.decode(file.descriptor(slot, generation));
-            TensorLayout layout = d.tensor() != null ? d.tensor() : TensorLayout.contiguous(DType.UINT8, d.length());
-            v = new Decoded(sequence, d, layout);
-            decoded[slot] = v; // racy but safe: an immutable record, checked by sequence on every use
+    /** Gives back what a failed acquire took, keeping the failure as the exception to report. */
+    private static void undo(RuntimeException failure, Runnable giveBack) {
+        try {
+            giveBack.run();
+        } catch (RuntimeException alsoFailed) {
+            failure.addSuppressed(alsoFailed);
         }
-        return v;
+    }
+
+    /** The version in {@code slot}, which the caller holds. */
+    private Seen seen(int slot, int generation) {
+        long sequence = file.sequence(slot);
+        Seen known = seen.get(slot);
+        if (known != null && known.sequence() == sequence) {
+            return known;
+        }
+        Descriptor d = DescriptorCodec.decode(file.descriptor(slot, generation));
+        TensorLayout layout = d.tensor() != null ? d.tensor() : TensorLayout.contiguous(DType.UINT8, d.length());
+        Seen fresh = new Seen(sequence, d, layout, sharing.view(d, () -> {
+        }));
+        if (seen.compareAndSet(slot, known, fresh)) {
+            if (known != null) {
+                known.pin().release();
+            }
+        } else {
+            fresh.pin().release(); // another thread recorded this version (threads holding a slot hold the same one)
+        }
+        return fresh;
     }
 
     private void release(int slot) {
@@ -427,9 +482,23 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
+    /** Runs once nothing uses the handle any more (no acquire in flight can record a new pin). */
     private void unmapOnce() {
         if (unmapped.compareAndSet(false, true)) {
-            shm.close();
+            try {
+                for (int slot = 0; slot < seen.length(); slot++) {
+                    Seen known = seen.getAndSet(slot, null);
+                    if (known != null) {
+                        try {
+                            known.pin().release();
+                        } catch (IllegalStateException contextClosedFirst) {
+                            // its refshare context was closed before this handle and unmapped everything already
+                        }
+                    }
+                }
+            } finally {
+                shm.close();
+            }
         }
     }
 

@@ -52,10 +52,10 @@ import java.nio.ByteOrder;
  *     reference went (their token was returned); equal once the holder is closed and every
  *     reader let go. <b>reclaimed</b>: references given back on behalf of dead readers.</li>
  * <li><b>closed</b>: non-zero once the creator closed the holder; nobody publishes after.</li>
- * <li><b>count</b>: {@link AtomicHolder#PINNED} plus releases and drains while the holder
- *     word names the version, the references still out after the transfer (see
- *     {@link HolderFile}). On a line of its own: readers hammer it, and nothing else there
- *     is written while the version lives.</li>
+ * <li><b>count</b>: the version's own count: 2<sup>62</sup> ("pinned"), minus releases, plus
+ *     drained acquisitions, while the holder word names the version; the references still
+ *     out once the holder moved on and transferred its external count (the protocol is in
+ *     {@code HolderFile}). On a line of its own: every reader's release writes it.</li>
  * </ul>
  */
 public final class SharedHolderLayout {

@@ -59,7 +59,7 @@ class HolderFileTest {
         f.release(row, slot, record);
         assertEquals(List.of(1L), retired);
         assertEquals(0, f.held(row, slot));
-        assertThrows(IllegalStateException.class, () -> f.release(row, slot, record), "not held any more");
+        assertThrows(InvalidDataException.class, () -> f.release(row, slot, record), "not held any more");
         f.unpin(f.swap(HolderWord.EMPTY), record);
         assertEquals(List.of(1L, 2L), retired);
         assertEquals(2, f.published());
@@ -139,6 +139,23 @@ class HolderFileTest {
         f.reclaimDead(SharedHolderLayout.packIdentity(ME), ProcessIdentity::isAlive, record);
         assertTrue(f.registerReader(SharedHolderLayout.packIdentity(new ProcessIdentity(2, 5))) >= 0,
                 "the dead process's row was freed");
+    }
+
+    @Test
+    void aFreeRowIsClaimedEmptyWhateverWasWrittenIntoIt() {
+        HolderFile f = file(2, 2, HolderWord.DEFAULT_DRAIN_AT);
+        Geometry g = f.geometry();
+        // a hostile writer (or a bug elsewhere) left counts in a row nobody owns
+        mem.set(SharedHolderLayout.LE_LONG, g.heldOffset(0, 0), -5);
+        mem.set(SharedHolderLayout.LE_LONG, g.heldOffset(0, 1), 7);
+        int row = f.registerReader(SharedHolderLayout.packIdentity(ME));
+        assertEquals(0, row);
+        assertEquals(0, f.held(row, 0));
+        assertEquals(0, f.held(row, 1));
+        publish(f, "one", record);
+        long w = f.acquire(row);
+        f.release(row, HolderWord.slot(w), record);
+        assertEquals(0, f.held(row, HolderWord.slot(w)));
     }
 
     @Test

@@ -22,15 +22,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** A publisher (this JVM) re-pointing a shared holder while reader child JVMs acquire, verify and release. */
 class SharedHolderAcrossProcessesTest {
     private static final int READERS = 4;
-    private static final long ITERATIONS = 20_000;
+    private static final long ITERATIONS = 100_000;
     private static final long VERSION_BYTES = 16 << 10;
     private static final long MIN_VERSIONS = 2_000;
 
     @Test
     void publisherRepointsContinuouslyUnderFourReaderProcesses() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            // few slots, so that slots are reused (with new generations) all the time
-            SharedHolder holder = SharedHolder.create(rs, 8, 8);
+            // few slots, reused (with new generations) all the time: each reader holds at most two
+            // versions, plus the current one and the one being published
+            SharedHolder holder = SharedHolder.create(rs, 2 * READERS + 2, 8);
             List<ChildJvm> readers = new ArrayList<>();
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong published = new AtomicLong();

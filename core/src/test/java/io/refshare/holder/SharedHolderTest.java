@@ -61,6 +61,10 @@ class SharedHolderTest {
             assertEquals(2, s.published());
             assertEquals(1, s.liveVersions());
             assertEquals(0, s.anomalies());
+            SharedHolder.Stats peeked = SharedHolder.peek(publisherRs.sharing().directory(), publisher.name());
+            assertEquals(2, peeked.published(), "read without attaching");
+            assertEquals(1, peeked.retired());
+            assertEquals(1, peeked.readers().size(), "one row for this process (both handles); peeking took none");
             publisher.close();
             assertEquals(2, reader.stats().retired(), "closing the creator retires the current version");
             reader.close();

@@ -14,15 +14,20 @@ import java.util.concurrent.Callable;
  * processes, in one run.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = {"Measure refshare against a socket copy (and torch): latency, throughput.",
+        description = {"Measure refshare against a socket copy (and torch): latency, throughput, reclamation.",
                 "",
                 "Between this process (producer) and one consumer process, for each size:",
                 "one-way latency of a ping-pong (p50/p90/p99) and streaming throughput of",
                 "refshare, of the same bytes copied through a Unix domain socket, and of",
-                "torch.multiprocessing when /usr/bin/python3 can import torch. The table",
-                "goes to standard output, progress to standard error."})
+                "torch.multiprocessing when /usr/bin/python3 can import torch; and refshare's",
+                "reclamation latency (a consumer's close to the producer's block being reusable).",
+                "The table goes to standard output, progress to standard error."})
 public final class BenchCommand implements Callable<Integer> {
     static final List<Long> FULL_SIZES = List.of(1L << 10, 64L << 10, 1L << 20, 16L << 20, 256L << 20);
+    static final String JSON = "results.json";
+    static final String TABLE = "table.txt";
+    static final String MARKDOWN = "table.md";
+    static final String CHART = "latency.png";
     static final List<Long> QUICK_SIZES = List.of(1L << 10, 64L << 10, 1L << 20);
 
     @Option(names = "--quick", description = "sizes 1KiB,64KiB,1MiB and fewer rounds: well under a minute")
@@ -42,7 +47,9 @@ public final class BenchCommand implements Callable<Integer> {
             + "so both JVMs have compiled their hot paths (default: 20000, with --quick 5000)")
     Integer warmup;
 
-    @Option(names = "--out", paramLabel = "DIR", description = "also write the raw numbers to DIR/results.json")
+    @Option(names = "--out", paramLabel = "DIR", description = "also write DIR/results.json (raw numbers), "
+            + "DIR/table.txt (the table), DIR/table.md (the table as Markdown) and DIR/latency.png (p50 latency "
+            + "against size, log-log, one line per system)")
     Path out;
 
     @Option(names = "--no-torch", description = "do not look for torch")
@@ -66,11 +73,15 @@ public final class BenchCommand implements Callable<Integer> {
             Files.createDirectories(out); // fail before a run of minutes, not after
         }
         results = Benchmark.run(settings, System.err);
-        System.out.print(Report.table(results));
+        String table = Report.table(results);
+        System.out.print(table);
         if (out != null) {
-            Path file = out.resolve("results.json");
-            Files.writeString(file, Report.json(results));
-            System.out.println("raw numbers: " + file);
+            Files.writeString(out.resolve(TABLE), table);
+            Files.writeString(out.resolve(MARKDOWN), Report.markdown(results));
+            Files.writeString(out.resolve(JSON), Report.json(results));
+            LatencyChart.write(results, out.resolve(CHART));
+            System.out.println("written: " + String.join(", ", out.resolve(JSON).toString(), out.resolve(TABLE).toString(),
+                    out.resolve(MARKDOWN).toString(), out.resolve(CHART).toString()));
         }
         System.out.flush();
         return results.cleanup().clean() ? 0 : 1;

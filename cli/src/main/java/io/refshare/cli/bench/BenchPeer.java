@@ -43,6 +43,8 @@ public final class BenchPeer {
     static final String RS_PINGPONG = "RS_PINGPONG";
     /** {@code RS_STREAM queue messages warmup mode}: replies {@code RESULT bad start end}. */
     static final String RS_STREAM = "RS_STREAM";
+    /** {@code RS_RECLAIM ping pong rounds holdNanos}: replies {@code RESULT bad closeAt...}. */
+    static final String RS_RECLAIM = "RS_RECLAIM";
     /** {@code UDS_PINGPONG rounds size}: replies {@code RESULT bad readAt...}. */
     static final String UDS_PINGPONG = "UDS_PINGPONG";
     /** {@code UDS_STREAM messages warmup size}: replies {@code RESULT bad start end}. */
@@ -100,6 +102,7 @@ public final class BenchPeer {
                 reply(CONNECTED);
             }
             case RS_PINGPONG -> refsharePingPong(w[1], w[2], Integer.parseInt(w[3]), Mode.valueOf(w[4]));
+            case RS_RECLAIM -> refshareReclaim(w[1], w[2], Integer.parseInt(w[3]), Long.parseLong(w[4]));
             case RS_STREAM -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.valueOf(w[4]));
             case UDS_PINGPONG -> socketPingPong(Integer.parseInt(w[1]), Long.parseLong(w[2]));
             case UDS_STREAM -> socketStream(Integer.parseInt(w[1]), Integer.parseInt(w[2]), Long.parseLong(w[3]));
@@ -127,6 +130,45 @@ public final class BenchPeer {
             }
         }
         replyTimestamps(bad, readAt);
+    }
+
+    /**
+     * Reclamation rounds: take a fresh tensor, read it, hold it for {@code holdNanos}, note the
+     * time just before closing it (the last reference anywhere: the producer dropped its own
+     * before we are done holding), close it, acknowledge.
+     */
+    private void refshareReclaim(String pingName, String pongName, int rounds, long holdNanos)
+            throws InterruptedException {
+        long[] closeAt = new long[rounds];
+        int bad = 0;
+        try (ShareQueue ping = ShareQueue.open(rs, pingName);
+             ShareQueue pong = ShareQueue.open(rs, pongName);
+             Tensor ack = rs.allocateBytes(8)) {
+            reply(READY);
+            for (int i = 0; i < rounds; i++) {
+                try (Tensor t = ping.take()) {
+                    if (!Payload.read(t.data(), Payload.tag(Mode.FRESH, i))) {
+                        bad++;
+                    }
+                    hold(holdNanos);
+                    closeAt[i] = System.nanoTime();
+                }
+                pong.put(ack);
+            }
+        }
+        replyTimestamps(bad, closeAt);
+    }
+
+    /**
+     * Holds on for {@code nanos}, asleep: a consumer at work elsewhere leaves the producer the
+     * CPU to finish dropping its own reference (on two cores a spinning consumer could take it).
+     */
+    private static void hold(long nanos) {
+        long deadline = System.nanoTime() + nanos;
+        long left;
+        while ((left = deadline - System.nanoTime()) > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(left);
+        }
     }
 
     private void refshareStream(String name, int messages, int warmup, Mode mode) throws InterruptedException {

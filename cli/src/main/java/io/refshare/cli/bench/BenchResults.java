@@ -8,11 +8,13 @@ import java.util.List;
  *
  * @param loadBefore   /proc/loadavg's 1, 5 and 15 minute load averages when the run started: other
  *                     work on the machine skews every number, so the table says how busy it was
+ * @param reclamations refshare's reclamation latency, per size and consumer hold time
  * @param torch        why torch.multiprocessing was not measured, or null when it was
  * @param elapsedNanos wall time of the whole run
  */
 record BenchResults(ZonedDateTime date, MachineInfo machine, String loadBefore, String loadAfter, Settings settings, long producerPid, long consumerPid,
-                    ClockCheck clock, List<SizePlan> plans, List<Measurement> measurements, String torch,
+                    ClockCheck clock, List<SizePlan> plans, List<Measurement> measurements,
+                    List<Reclamation> reclamations, String torch,
                     Cleanup cleanup, long elapsedNanos) {
 
     /**

@@ -18,7 +18,8 @@ import java.util.Set;
 /**
  * One benchmark run: this process is the producer, one child JVM the consumer, and every
  * system is measured between those two processes, size by size, so the copy baseline and
- * refshare see the same machine in the same minute. Afterwards it checks that the run
+ * refshare see the same machine in the same minute; refshare's reclamation latency is measured
+ * between them too. Afterwards it checks that the run
  * left nothing behind: no consumer process, no limbo, no files.
  */
 final class Benchmark {
@@ -27,6 +28,7 @@ final class Benchmark {
     private final Settings settings;
     private final PrintStream log;
     private final List<Measurement> measurements = new ArrayList<>();
+    private final List<Reclamation> reclamations = new ArrayList<>();
 
     private Benchmark(Settings settings, PrintStream log) {
         this.settings = settings;
@@ -79,7 +81,8 @@ final class Benchmark {
         }
         List<String> left = leftBehind(before, Set.of(ProcessHandle.current().pid(), consumerPid));
         return new BenchResults(date, machine, loadBefore, MachineInfo.loadAverage(), settings,
-                ProcessHandle.current().pid(), consumerPid, clock, plans, List.copyOf(measurements), torch,
+                ProcessHandle.current().pid(), consumerPid, clock, plans, List.copyOf(measurements),
+                List.copyOf(reclamations), torch,
                 new BenchResults.Cleanup(consumerExit, limboEmpty, left), System.nanoTime() - started);
     }
 
@@ -101,8 +104,9 @@ final class Benchmark {
 
     private void measure(RefshareBench refshare, SocketBench socket, SizePlan p) throws IOException, InterruptedException {
         log.printf(Locale.ROOT, "%s: ping-pong %,d rounds (+%,d warm-up), streaming %,d messages (+%,d warm-up), "
-                        + "window %d%n", ByteSize.label(p.size()), p.pingPongRounds(), p.pingPongWarmup(),
-                p.streamMessages(), p.streamWarmup(), p.window());
+                        + "window %d, reclamation %,d + %,d rounds%n", ByteSize.label(p.size()), p.pingPongRounds(),
+                p.pingPongWarmup(), p.streamMessages(), p.streamWarmup(), p.window(), p.reclaimRounds(),
+                p.reclaimHeldRounds());
         for (Mode mode : Mode.values()) {
             LatencyStats latency = refshare.pingPong(p.size(), mode, p.pingPongWarmup(), p.pingPongRounds());
             ThroughputStats throughput = refshare.stream(p.size(), mode, p.streamWarmup(), p.streamMessages(),
@@ -112,6 +116,16 @@ final class Benchmark {
         LatencyStats latency = socket.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds());
         ThroughputStats throughput = socket.stream(p.size(), p.streamWarmup(), p.streamMessages());
         add(new Measurement(p.size(), Measurement.SOCKET, true, latency, throughput));
+        add(refshare.reclaim(p.size(), Reclamation.AT_ONCE_NANOS, Math.max(3, p.reclaimRounds() / 10),
+                p.reclaimRounds()));
+        add(refshare.reclaim(p.size(), Reclamation.HELD_NANOS, Math.max(1, p.reclaimHeldRounds() / 10),
+                p.reclaimHeldRounds()));
+    }
+
+    private void add(Reclamation r) {
+        reclamations.add(r);
+        log.printf(Locale.ROOT, "  reclamation, held %-6s p50 %8.1f us  p99 %8.1f us  (%d rounds%s)%n", r.holdLabel(),
+                r.micros(0.5), r.micros(0.99), r.rounds(), r.excluded() == 0 ? "" : ", " + r.excluded() + " excluded");
     }
 
     private void add(Measurement m) {

@@ -31,6 +31,18 @@ final class Payload {
         data.fill(tag);
     }
 
+    /**
+     * Writes {@code tag} only where {@link #read} looks: the first and last byte and the 64 bytes
+     * in the middle (for measurements of something other than filling, such as reclamation).
+     */
+    static void mark(MemorySegment data, byte tag) {
+        long n = data.byteSize();
+        long from = Math.max(0, Math.min(n - PROBE_BYTES, n / 2)) & ~7L;
+        data.asSlice(from, Math.min(n, from + PROBE_BYTES) - from).fill(tag);
+        data.set(ValueLayout.JAVA_BYTE, 0, tag);
+        data.set(ValueLayout.JAVA_BYTE, n - 1, tag);
+    }
+
     /** Reads the first and last element and 64 bytes from the middle; true when all of them hold {@code tag}. */
     static boolean read(MemorySegment data, byte tag) {
         long n = data.byteSize();

@@ -5,6 +5,7 @@ import io.refshare.channel.ShareQueue;
 import io.refshare.tensor.Tensor;
 
 import java.io.IOException;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -15,6 +16,8 @@ import java.util.concurrent.TimeUnit;
  * back on a "pong" queue. The send timestamp is taken just before {@code put}.</li>
  * <li>Streaming: back-to-back puts into one queue whose capacity bounds the messages in
  * flight; the consumer times what it takes.</li>
+ * <li>Reclamation: one fresh tensor at a time, dropped by the producer at once; the time from
+ * the consumer's close to the block being back in the producer's allocator.</li>
  * </ul>
  * Waits on the queues are sliced so that a consumer that died turns into an exception,
  * never a hang.
@@ -22,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 final class RefshareBench {
     private static final int PING_PONG_CAPACITY = 2;
     private static final long WAIT_SLICE_MILLIS = 100;
+    private static final long LIMBO_TIMEOUT_NANOS = 30_000_000_000L;
 
     private final Refshare rs;
     private final PeerProcess peer;
@@ -79,6 +83,66 @@ final class RefshareBench {
             Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
             reply.requireNoneBad("refshare " + mode.label() + " streaming");
             return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
+        }
+    }
+
+    /**
+     * Reclamation latency: each round a freshly allocated tensor (only the bytes the consumer
+     * checks are written: this measures reclamation, not filling) is put and dropped by the producer at
+     * once; the consumer reads it, holds it for {@code holdNanos} and closes it. The producer
+     * only watches its limbo (never collects it itself) and notes the moment it is empty:
+     * the block is back in its allocator. Rounds run one at a time.
+     */
+    Reclamation reclaim(long size, long holdNanos, int warmup, int rounds) throws IOException, InterruptedException {
+        int total = warmup + rounds;
+        long[] droppedAt = new long[total];
+        long[] reusableAt = new long[total];
+        try (ShareQueue ping = ShareQueue.create(rs, PING_PONG_CAPACITY);
+             ShareQueue pong = ShareQueue.create(rs, PING_PONG_CAPACITY)) {
+            peer.send(BenchPeer.RS_RECLAIM, ping.name(), pong.name(), Integer.toString(total), Long.toString(holdNanos));
+            peer.await(BenchPeer.READY);
+            for (int i = 0; i < total; i++) {
+                try (Tensor fresh = rs.allocateBytes(size)) {
+                    Payload.mark(fresh.data(), Payload.tag(Mode.FRESH, i)); // what the consumer checks, not a fill
+                    put(ping, fresh);
+                }
+                droppedAt[i] = System.nanoTime();
+                awaitLimboEmpty();
+                reusableAt[i] = System.nanoTime();
+                take(pong).close();
+            }
+            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            reply.requireNoneBad("refshare reclamation");
+            long[] closeAt = reply.timestamps();
+            if (closeAt.length != total) {
+                throw new IOException("the consumer sent " + closeAt.length + " close times for " + total + " rounds");
+            }
+            long[] latency = new long[rounds];
+            int n = 0;
+            int excluded = 0;
+            for (int i = warmup; i < total; i++) {
+                if (closeAt[i] < droppedAt[i]) {
+                    excluded++; // the producer's own drop found the block free: nothing for the collector to do
+                } else {
+                    latency[n++] = reusableAt[i] - closeAt[i];
+                }
+            }
+            return new Reclamation(size, holdNanos, Arrays.copyOf(latency, n), excluded);
+        }
+    }
+
+    /** Watches (without collecting) until no block of the producer waits in the limbo. */
+    private void awaitLimboEmpty() throws IOException {
+        long deadline = System.nanoTime() + LIMBO_TIMEOUT_NANOS;
+        for (int i = 1; rs.stats().limboBlocks() != 0; i++) {
+            Thread.yield(); // the collector may need this core (two-core machines)
+            if ((i & 1023) == 0) {
+                peer.requireAlive();
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IOException("the producer's limbo did not empty within "
+                            + LIMBO_TIMEOUT_NANOS / 1_000_000_000 + " s after the consumer closed");
+                }
+            }
         }
     }
 

@@ -75,11 +75,100 @@ final class Report {
             line(s, "torch.multiprocessing: torch's own processes (python3), each measurement between a fresh pair,");
             line(s, "  timed with time.monotonic_ns(), the same CLOCK_MONOTONIC.");
         }
+        reclamationTable(s, r);
+        s.append('\n');
+        line(s, "targets (issues 3 and 7), checked against this run:");
+        for (Targets t : Targets.of(r)) {
+            line(s, "  %-6s  %-78s %s", t.verdict(), t.name(), t.measured());
+        }
+        s.append('\n');
         BenchResults.Cleanup cl = r.cleanup();
         line(s, "cleanup: consumer process exited with code %d; limbo %s; files left in %s: %s; socket file removed",
                 cl.consumerExit(), cl.limboEmpty() ? "empty" : "NOT EMPTY", r.settings().directory(),
                 cl.filesLeft().isEmpty() ? "none" : String.join(", ", cl.filesLeft()));
         line(s, "run took %.0f s", r.elapsedNanos() / 1e9);
+        return s.toString();
+    }
+
+    private static void reclamationTable(StringBuilder s, BenchResults r) {
+        if (r.reclamations().isEmpty()) {
+            return;
+        }
+        s.append('\n');
+        line(s, "reclamation latency (refshare): from the consumer's close of the last reference to a block the");
+        line(s, "  producer had dropped, to that block being back in the producer's allocator (limbo empty). The");
+        line(s, "  producer only watches (it never collects itself): this is its background collector's work. The");
+        line(s, "  consumer reads each fresh tensor and holds it %s (closing at once) or %s (at work) first.",
+                holdLabel(Reclamation.AT_ONCE_NANOS), holdLabel(Reclamation.HELD_NANOS));
+        line(s, "  Target: p99 <= 1 ms.");
+        String header = String.format(Locale.ROOT, "%-9s %-14s %8s %9s %9s %9s %9s %12s", "size", "consumer holds",
+                "rounds", "p50 us", "p90 us", "p99 us", "max us", "p99 <= 1 ms");
+        s.append(header).append('\n').append("-".repeat(header.length())).append('\n');
+        for (Reclamation x : r.reclamations()) {
+            line(s, "%-9s %-14s %,8d %9s %9s %9s %9s %12s", ByteSize.label(x.size()), x.holdLabel(), x.rounds(),
+                    micros(x.micros(0.5)), micros(x.micros(0.9)), micros(x.micros(0.99)), micros(x.micros(1)),
+                    x.meetsTarget() ? "yes" : "NO");
+        }
+        long excluded = r.reclamations().stream().mapToLong(Reclamation::excluded).sum();
+        if (excluded > 0) {
+            line(s, "  %d rounds not counted: the consumer closed before the producer had dropped its reference.",
+                    excluded);
+        }
+    }
+
+    private static String holdLabel(long nanos) {
+        return new Reclamation(0, nanos, new long[0], 0).holdLabel();
+    }
+
+    /** The table as Markdown, with the machine, date and load: for a README. */
+    static String markdown(BenchResults r) {
+        StringBuilder s = new StringBuilder();
+        MachineInfo m = r.machine();
+        line(s, "Measured %s on %s, %d cores, %s memory, %s, JDK %s. Load average (1/5/15 min) %s at the start, "
+                        + "%s at the end.", DATE.format(r.date()), m.cpu(), m.cores(), m.memory(), m.kernel(), m.jdk(),
+                r.loadBefore(), r.loadAfter());
+        s.append('\n');
+        line(s, "| size | system | p50 µs | p90 µs | p99 µs | tensors/s | GB/s | p50 vs copy | tput vs copy |");
+        line(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|");
+        for (long size : r.settings().sizes()) {
+            Measurement base = r.baseline(size);
+            for (Measurement x : r.measurements()) {
+                if (x.size() != size) {
+                    continue;
+                }
+                double p50 = latency(r, x, 0.5);
+                String vsLatency = x.baseline() ? "baseline" : base == null ? "-" : ratio(latency(r, base, 0.5) / p50);
+                String vsThroughput = x.baseline() ? "baseline" : base == null ? "-"
+                        : ratio(x.throughput().tensorsPerSecond() / base.throughput().tensorsPerSecond());
+                line(s, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |", ByteSize.label(size), x.system(), micros(p50),
+                        micros(latency(r, x, 0.9)), micros(latency(r, x, 0.99)),
+                        String.format(Locale.ROOT, "%,.0f", x.throughput().tensorsPerSecond()),
+                        gigabytes(x.throughput().gigabytesPerSecond()), vsLatency, vsThroughput);
+            }
+        }
+        if (!r.reclamations().isEmpty()) {
+            s.append('\n');
+            line(s, "Reclamation latency (consumer's last close → block back in the producer's allocator):");
+            s.append('\n');
+            line(s, "| size | consumer holds | rounds | p50 µs | p90 µs | p99 µs | max µs | p99 ≤ 1 ms |");
+            line(s, "|---|---|--:|--:|--:|--:|--:|---|");
+            for (Reclamation x : r.reclamations()) {
+                line(s, "| %s | %s | %,d | %s | %s | %s | %s | %s |", ByteSize.label(x.size()), x.holdLabel(),
+                        x.rounds(), micros(x.micros(0.5)), micros(x.micros(0.9)), micros(x.micros(0.99)),
+                        micros(x.micros(1)), x.meetsTarget() ? "yes" : "**no**");
+            }
+        }
+        s.append('\n');
+        line(s, "| target | measured | |");
+        line(s, "|---|---|---|");
+        for (Targets t : Targets.of(r)) {
+            line(s, "| %s | %s | %s |", t.name(), t.measured(), t.met() == null ? t.verdict() : t.met() ? "met"
+                    : "**missed**");
+        }
+        if (r.torch() != null) {
+            s.append('\n');
+            line(s, "torch.multiprocessing was not measured in this run: %s.", r.torch());
+        }
         return s.toString();
     }
 
@@ -106,7 +195,9 @@ final class Report {
         for (SizePlan p : r.plans()) {
             j.newline().beginObject().field("size_bytes", p.size()).field("ping_pong_warmup", p.pingPongWarmup())
                     .field("ping_pong_rounds", p.pingPongRounds()).field("stream_warmup", p.streamWarmup())
-                    .field("stream_messages", p.streamMessages()).field("window", p.window()).endObject();
+                    .field("stream_messages", p.streamMessages()).field("window", p.window())
+                    .field("reclaim_rounds", p.reclaimRounds()).field("reclaim_held_rounds", p.reclaimHeldRounds())
+                    .endObject();
         }
         j.endArray();
         j.newline().name("results").beginArray();
@@ -129,6 +220,27 @@ final class Report {
             j.endObject();
         }
         j.endArray();
+        j.newline().name("reclamation").beginArray();
+        for (Reclamation x : r.reclamations()) {
+            j.newline().beginObject().field("size_bytes", x.size()).field("consumer_hold_us", x.holdNanos() / 1e3)
+                    .field("rounds", x.rounds()).field("excluded_rounds", x.excluded())
+                    .field("p50_us", x.micros(0.5)).field("p90_us", x.micros(0.9)).field("p99_us", x.micros(0.99))
+                    .field("max_us", x.micros(1)).field("p99_within_1ms", x.meetsTarget())
+                    .array("latency_ns", x.latencyNanos()).endObject();
+        }
+        j.endArray();
+        j.newline().name("targets").beginArray();
+        for (Targets t : Targets.of(r)) {
+            j.newline().beginObject().field("target", t.name()).field("measured", t.measured())
+                    .name("met");
+            if (t.met() == null) {
+                j.value((String) null);
+            } else {
+                j.value(t.met().booleanValue());
+            }
+            j.endObject();
+        }
+        j.endArray();
         j.newline().field("torch_skipped", r.torch());
         BenchResults.Cleanup cl = r.cleanup();
         j.newline().name("cleanup").beginObject().field("consumer_exit", cl.consumerExit())
@@ -140,11 +252,11 @@ final class Report {
     }
 
     /** The latency the table shows: one way when the shared clock checked out, else half the round trip. */
-    private static double latency(BenchResults r, Measurement x, double q) {
+    static double latency(BenchResults r, Measurement x, double q) {
         return r.clockHolds() ? x.latency().oneWayMicros(q) : x.latency().halfRoundTripMicros(q);
     }
 
-    private static String micros(double us) {
+    static String micros(double us) {
         if (us < 10) {
             return String.format(Locale.ROOT, "%.2f", us);
         }

@@ -54,6 +54,16 @@ class BenchSmokeTest {
                 assertTrue(t.nanos() > 0 && Double.isFinite(t.tensorsPerSecond()) && t.tensorsPerSecond() > 0
                         && t.gigabytesPerSecond() > 0, m.system() + ": throughput");
             }
+            assertEquals(List.of(Reclamation.AT_ONCE_NANOS, Reclamation.HELD_NANOS),
+                    r.reclamations().stream().map(Reclamation::holdNanos).toList(), "reclamation variants");
+            for (Reclamation x : r.reclamations()) {
+                assertEquals(1024, x.size());
+                assertTrue(x.rounds() > 0, "reclamation rounds measured: " + x.rounds() + " (" + x.excluded()
+                        + " excluded)");
+                for (long ns : x.latencyNanos()) {
+                    assertTrue(ns >= 0, "a block cannot be back before the consumer's close: " + ns + " ns");
+                }
+            }
             assertTrue(r.clock().holds(), "the consumer's nanoTime fell inside the producer's windows: " + r.clock());
             assertTrue(r.cleanup().clean(), "cleanup: " + r.cleanup());
             assertEquals(List.of(), list(shm), "files left in the shared-memory directory");
@@ -68,6 +78,12 @@ class BenchSmokeTest {
             assertTrue(json.contains("\"system\":\"refshare fresh\"") && json.contains("\"system\":\"unix socket copy\""),
                     "results.json names the systems");
             assertFalse(json.contains("NaN") || json.contains("Infinity"), "results.json holds only JSON numbers");
+            assertTrue(json.contains("\"reclamation\":[") && json.contains("\"targets\":["), "results.json has "
+                    + "reclamation and targets");
+            assertEquals(table, Files.readString(out.resolve("table.txt")), "table.txt is the printed table");
+            assertTrue(Files.readString(out.resolve("table.md")).contains("| 1 KiB | refshare reuse |"), "table.md");
+            byte[] png = Files.readAllBytes(out.resolve("latency.png"));
+            assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "latency.png is a PNG");
         } finally {
             deleteTree(shm);
         }

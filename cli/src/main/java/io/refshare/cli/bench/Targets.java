@@ -1,0 +1,69 @@
+package io.refshare.cli.bench;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+
+/**
+ * The measured targets of the transport and benchmarks issues, checked against what this
+ * run measured (nothing here is assumed: a target whose measurement is not in the run says so).
+ *
+ * @param name     the target as the issue states it
+ * @param measured the figure this run measured
+ * @param met      true when met, false when missed, null when this run did not measure it
+ */
+record Targets(String name, String measured, Boolean met) {
+    static final double MEDIAN_TARGET_MICROS = 5;
+    static final double SMALL_RATE_TARGET = 500_000;
+    static final long SMALL_SIZE = 1024;
+
+    String verdict() {
+        return met == null ? "not measured" : met ? "met" : "MISSED";
+    }
+
+    static List<Targets> of(BenchResults r) {
+        List<Targets> out = new ArrayList<>();
+        for (Mode mode : Mode.values()) {
+            String system = Measurement.REFSHARE + mode.label();
+            List<Measurement> ms = r.measurements().stream().filter(m -> m.system().equals(system)).toList();
+            String name = "median latency <= 5 us at every size, flat in size (" + system + ")";
+            if (ms.isEmpty()) {
+                out.add(new Targets(name, "-", null));
+                continue;
+            }
+            Measurement lo = ms.stream().min(Comparator.comparingDouble(m -> Report.latency(r, m, 0.5))).get();
+            Measurement hi = ms.stream().max(Comparator.comparingDouble(m -> Report.latency(r, m, 0.5))).get();
+            double max = Report.latency(r, hi, 0.5);
+            out.add(new Targets(name, String.format(Locale.ROOT, "p50 %s us (%s) to %s us (%s)",
+                    Report.micros(Report.latency(r, lo, 0.5)), ByteSize.label(lo.size()), Report.micros(max),
+                    ByteSize.label(hi.size())),
+                    max <= MEDIAN_TARGET_MICROS));
+        }
+        for (Mode mode : Mode.values()) {
+            String system = Measurement.REFSHARE + mode.label();
+            String name = ">= 500,000 tensors/s at 1 KiB for one producer/consumer pair (" + system + ")";
+            Optional<Measurement> m = r.measurements().stream()
+                    .filter(x -> x.system().equals(system) && x.size() == SMALL_SIZE).findFirst();
+            out.add(m.map(x -> new Targets(name, String.format(Locale.ROOT, "%,.0f tensors/s",
+                            x.throughput().tensorsPerSecond()), x.throughput().tensorsPerSecond() >= SMALL_RATE_TARGET))
+                    .orElseGet(() -> new Targets(name, "1 KiB not in this run", null)));
+        }
+        for (long hold : new long[]{Reclamation.AT_ONCE_NANOS, Reclamation.HELD_NANOS}) {
+            List<Reclamation> rs = r.reclamations().stream().filter(x -> x.holdNanos() == hold && x.rounds() > 0)
+                    .toList();
+            String label = rs.isEmpty() ? "" : rs.getFirst().holdLabel();
+            String name = "reclamation p99 <= 1 ms (consumer holds " + label + ")";
+            if (rs.isEmpty()) {
+                out.add(new Targets(name, "-", null));
+                continue;
+            }
+            Reclamation worst = rs.stream().max(Comparator.comparingDouble(x -> x.micros(0.99))).get();
+            out.add(new Targets(name, String.format(Locale.ROOT, "worst p99 %s us (%s); p50 %s us there",
+                    Report.micros(worst.micros(0.99)), ByteSize.label(worst.size()), Report.micros(worst.micros(0.5))),
+                    rs.stream().allMatch(Reclamation::meetsTarget)));
+        }
+        return out;
+    }
+}
