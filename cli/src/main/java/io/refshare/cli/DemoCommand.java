@@ -4,6 +4,8 @@ import io.refshare.Device;
 import io.refshare.Refshare;
 import io.refshare.channel.ShareQueue;
 import io.refshare.inspect.Inventory;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.Tensor;
 import picocli.CommandLine.Command;
@@ -16,6 +18,7 @@ import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -78,7 +81,8 @@ final class DemoCommand implements Callable<Integer> {
                 System.out.println("device " + probe.cuda().context());
             }
         }
-        Set<String> before = ourFiles(config.directory(), config.prefix());
+        ShmDirectory shmDir = config.shmDirectory();
+        Set<String> before = ourFiles(shmDir);
         System.out.printf(Locale.ROOT, "refshare demo: 1 producer (pid %d) -> %d consumer processes, %s tensors, %.0f s, "
                 + "files in %s%n", ProcessHandle.current().pid(), consumers, Inventory.bytes(size), seconds,
                 config.directory());
@@ -152,8 +156,12 @@ final class DemoCommand implements Callable<Integer> {
                 bad += done[3 * i + 2];
             }
             rs.close();
-            Set<String> left = ourFiles(config.directory(), config.prefix());
-            left.removeAll(before);
+            Set<String> appeared = ourFiles(shmDir);
+            appeared.removeAll(before);
+            Set<Long> demoPids = new HashSet<>();
+            demoPids.add(ProcessHandle.current().pid());
+            children.forEach(p -> demoPids.add(p.pid()));
+            Set<String> left = leftByDemo(shmDir, appeared, demoPids);
             double secs = streamed / 1e9;
             System.out.println("summary");
             System.out.printf(Locale.ROOT, "  sent %,d tensors of %s in %.1f s: %,.0f tensors/s, %s/s shared zero-copy%n",
@@ -234,11 +242,29 @@ final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    private static Set<String> ourFiles(Path dir, String prefix) throws IOException {
-        try (Stream<Path> s = Files.list(dir)) {
+    /** Names of refshare files in the directory (files of other tools, or test directories, are not ours). */
+    private static Set<String> ourFiles(ShmDirectory dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir.path())) {
             Set<String> names = new HashSet<>();
-            s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith(prefix + "-")).forEach(names::add);
+            s.map(p -> p.getFileName().toString()).filter(dir::isOurs).forEach(names::add);
             return names;
         }
+    }
+
+    /** Of the files that appeared during the demo, those that belong to one of the demo's processes. */
+    private static Set<String> leftByDemo(ShmDirectory dir, Set<String> appeared, Set<Long> demoPids) {
+        Set<String> left = new HashSet<>();
+        for (String name : appeared) {
+            try {
+                if (demoPids.contains(FileHeader.read(dir.path().resolve(name)).owner().pid())) {
+                    left.add(name);
+                }
+            } catch (NoSuchFileException gone) {
+                // removed meanwhile
+            } catch (IOException | RuntimeException unreadable) {
+                left.add(name);
+            }
+        }
+        return left;
     }
 }
