@@ -12,7 +12,7 @@ import jdk.jfr.StackTrace;
  * The JFR events refshare records (category "refshare"). Each is cheap when JFR is not
  * recording: callers check {@code shouldCommit()} before filling fields. Record them with
  * {@code -XX:StartFlightRecording:filename=rec.jfr} and read them with
- * {@code jfr print --categories refshare rec.jfr}.
+ * {@code jfr print --events 'io.refshare.*' rec.jfr}.
  */
 public final class Events {
     private Events() {
