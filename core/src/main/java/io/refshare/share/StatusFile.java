@@ -91,13 +91,10 @@ public final class StatusFile implements AutoCloseable {
         }
     }
 
-    void unlinkAndClose() {
-        file.unlink();
-        file.close();
-    }
-
+    /** Removes the file and unmaps it: only its owner closes a status file. */
     @Override
     public void close() {
-        unlinkAndClose();
+        file.unlink();
+        file.close();
     }
 }
