@@ -34,29 +34,35 @@ import java.util.function.Consumer;
  * learns the version in one step, which is the point of the scheme: a counter inside the
  * version could not be reached safely (the version may die between reading the pointer
  * and incrementing), a counter only in the holder would be lost when it is re-pointed.
- * Release is {@code getAndAdd(c, -1)}. Re-pointing ({@link #set}, {@link #exchange},
- * {@link #clear}) is {@code getAndSet(word, new)} followed by the <b>transfer</b>, one
- * {@code getAndAdd(c, e - PINNED)} on the old version, where {@code e} is the external count
- * the getAndSet returned ({@code e - PINNED + 1} for {@code exchange}, whose caller keeps a
+ * Release subtracts one from the version: on one of its {@link ReleaseStripes} while they
+ * are open, else from {@code c}. Re-pointing ({@link #set}, {@link #exchange},
+ * {@link #clear}) is {@code getAndSet(word, new)}, then closing the old version's stripes,
+ * which returns {@code -s}, the releases they counted, then the <b>transfer</b>, one
+ * {@code getAndAdd(c, e - s - PINNED)} on the old version, where {@code e} is the external
+ * count the getAndSet returned (plus one for {@code exchange}, whose caller keeps a
  * reference). The thread whose read-modify-write leaves {@code c == 0} destroys the version.
  * In the terms of the classic description, {@code e} is the holder's count, and the
  * object's "referenced by a holder" count and its own count are folded into {@code c}, the
- * former as the {@code PINNED} bias (an object is in at most one holder).
+ * former as the {@code PINNED} bias (an object is in at most one holder). The stripes are
+ * this implementation's own: releases on different threads then write no common cache
+ * line, so under contention an acquire + release costs one contended line, not two.
  * <p>
  * <b>Invariant.</b> For a version {@code V}, let {@code out} be the references acquired and
- * not released, and {@code credit} the drain credits added and not yet taken back or
- * matched (below). While the word names {@code V}: {@code out = e + (c - PINNED) - credit},
- * i.e. {@code c = PINNED + out - e + credit}. After the transfer: {@code c = out + credit}.
- * {@code c - PINNED} is <i>transiently negative</i> while pinned: a reader whose acquire is
- * still counted in {@code e} may release before the transfer, decrementing {@code c} for an
- * increment {@code c} has not received yet. The bias keeps the stored value far from zero
- * ({@code e} stays below 2<sup>24</sup>, {@code credit} below 2<sup>24</sup> per thread
- * draining at that moment), so {@code c == 0} happens only after the transfer, with no
- * reference and no credit outstanding; from then on nobody can
- * reach {@code V} (the word names another version, and a reader could only have reached it
- * through an acquire that is counted in {@code out}), so {@code c} never moves again and
- * exactly one thread sees it reach zero: destroy runs once, and never while a reference is
- * held.
+ * not released, {@code s} the releases counted in its stripes and {@code credit} the drain
+ * credits added and not yet taken back or matched (below). While the word names {@code V}
+ * (and until its stripes are closed): {@code out = e + (c - PINNED) - s - credit}, i.e.
+ * {@code c = PINNED + out - e + s + credit}. After the transfer: {@code c = out + credit}.
+ * {@code c - PINNED} is <i>transiently negative</i> while pinned: a
+ * reader whose acquire is still counted in {@code e} may release on {@code c} (its stripe
+ * already closed) before the transfer, decrementing {@code c} for an increment it has not
+ * received yet. The bias keeps the stored value far from zero ({@code e} stays below
+ * 2<sup>24</sup>, {@code credit} below 2<sup>24</sup> per thread draining at that moment), so
+ * {@code c == 0} happens only after the transfer, with no reference and no credit
+ * outstanding; from then on nobody can reach {@code V} (the word names another version, and
+ * a reader could only have reached it through an acquire that is counted in {@code out}),
+ * so {@code c} never moves again and exactly one thread sees it reach zero: destroy runs
+ * once, and never while a reference is held. A release on an open stripe never checks for
+ * zero: the transfer, which alone can bring {@code c} near zero, has not happened yet.
  * <p>
  * <b>Draining.</b> The external count has 24 bits. An acquirer that brings it to
  * {@code drainAt} moves {@code drainAt} from the word to {@code c}, credit first: it adds
@@ -67,16 +73,18 @@ import java.util.function.Consumer;
  * credit back with {@code getAndAdd(c, -drainAt)}, which cannot reach zero because the
  * drainer still holds its own reference. Over-counting in between only delays a destroy.
  * <p>
- * <b>Memory ordering.</b> Every update of the word and of {@code c} is an atomic
- * read-modify-write with volatile semantics (each on cache lines of its own,
- * {@link PaddedLong}), so each variable's updates are totally ordered and each
- * synchronizes-with the next. The publisher stores the table entry (plain) before the
- * getAndSet that installs it; a reader's getAndAdd reads from that write or a later RMW of
- * the word, so it sees the entry (an entry is rewritten only after its version died, which
- * needs this reader's release first). A reader's use of the value precedes its release's
- * getAndAdd on {@code c}, and the destroyer's RMW comes after every other RMW of {@code c},
- * so all uses happen-before the destroy action; the destroy action happens-before the
- * entry is freed (an atomic or on the free-slot bitmap) and so before the entry's reuse.
+ * <b>Memory ordering.</b> Every update of the word, of {@code c} and of a stripe is an
+ * atomic read-modify-write with volatile semantics (each on cache lines of its own,
+ * {@link PaddedLong}, {@link ReleaseStripes}), so each variable's updates are totally ordered
+ * and each synchronizes-with the next. The publisher stores the table entry (plain) before
+ * the getAndSet that installs it; a reader's getAndAdd reads from that write or a later RMW
+ * of the word, so it sees the entry (an entry is rewritten only after its version died,
+ * which needs this reader's release first). A reader's use of the value precedes its
+ * release's RMW, on a stripe or on {@code c}; a stripe's last release precedes the swap that
+ * closes it, which precedes the transfer's RMW of {@code c}; and the destroyer's RMW comes
+ * after every other RMW of {@code c}. So all uses happen-before the destroy action, and the
+ * destroy action happens-before the entry is freed (an atomic or on the free-slot bitmap)
+ * and so before the entry's reuse.
  */
 public final class AtomicHolder<T> implements AutoCloseable {
     public static final int DEFAULT_MAX_VERSIONS = 1024;
@@ -201,7 +209,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
             return null; // acquisitions of an empty holder hold nothing
         }
         Version<T> v = versions[slot];
-        long delta = HolderWord.count(old) - PINNED + (keepOld ? 1 : 0);
+        long delta = HolderWord.count(old) + v.releases.close() - PINNED + (keepOld ? 1 : 0);
         if (PaddedLong.getAndAdd(v.count, delta) + delta == 0) {
             destroy(v);
         }
@@ -256,6 +264,8 @@ public final class AtomicHolder<T> implements AutoCloseable {
         final long word;
         /** The version's own count, on cache lines of its own: the fields above stay read-only. */
         final long[] count = PaddedLong.of(PINNED);
+        /** Where releases are counted until the holder is re-pointed away from this version. */
+        final ReleaseStripes releases = new ReleaseStripes();
 
         Version(AtomicHolder<T> holder, T value, Consumer<? super T> onDestroy, int slot, int generation) {
             this.holder = holder;
@@ -266,7 +276,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
         }
 
         void release() {
-            if (PaddedLong.getAndAdd(count, -1L) == 1L) {
+            if (!releases.release() && PaddedLong.getAndAdd(count, -1L) == 1L) {
                 holder.destroy(this);
             }
         }

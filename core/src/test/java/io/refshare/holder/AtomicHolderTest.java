@@ -84,6 +84,30 @@ class AtomicHolderTest {
     }
 
     @Test
+    void releasesFromManyThreadsAreCountedOnceEitherSideOfTheSet() throws Exception {
+        AtomicHolder<Item> holder = new AtomicHolder<>();
+        Item a = new Item(1);
+        holder.set(a, Item::destroy);
+        List<AtomicHolder.Ref<Item>> refs = new ArrayList<>();
+        for (int i = 0; i < 4 * ReleaseStripes.STRIPES; i++) {
+            refs.add(holder.acquire());
+        }
+        int half = refs.size() / 2;
+        for (AtomicHolder.Ref<Item> ref : refs.subList(0, half)) {
+            Thread.ofPlatform().start(ref::release).join(); // while pinned: counted on each thread's stripe
+        }
+        holder.set(new Item(2), Item::destroy);
+        for (AtomicHolder.Ref<Item> ref : refs.subList(half, refs.size() - 1)) {
+            Thread.ofPlatform().start(ref::release).join(); // stripes closed: counted on the version's own count
+            assertEquals(0, a.destroyed.get(), "destroyed while a reference is still held");
+        }
+        Thread.ofPlatform().start(refs.getLast()::release).join();
+        assertEquals(1, a.destroyed.get(), "destroyed by the last release, once");
+        holder.close();
+        assertEquals(0, holder.liveVersions());
+    }
+
+    @Test
     void exchangeHandsTheOldVersionToTheCaller() {
         AtomicHolder<Item> holder = new AtomicHolder<>();
         assertNull(holder.exchange(new Item(0), Item::destroy), "nothing to hand back from an empty holder");
