@@ -3,6 +3,7 @@ package io.refshare.channel;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
+import io.refshare.testing.ChildJvm;
 
 import java.io.DataOutputStream;
 import java.io.BufferedOutputStream;
@@ -36,6 +37,16 @@ import java.util.concurrent.TimeUnit;
  */
 public final class QueueChild {
     static final VarHandle MARK_COUNT = ValueLayout.JAVA_LONG.varHandle();
+
+    /** Starts a child in {@code mode} on queue {@code name} in {@code dir}; {@code more} are the mode's other arguments. */
+    static ChildJvm start(Path dir, String mode, String name, String... more) {
+        String[] args = new String[3 + more.length];
+        args[0] = mode;
+        args[1] = dir.toString();
+        args[2] = name;
+        System.arraycopy(more, 0, args, 3, more.length);
+        return ChildJvm.start(QueueChild.class, args);
+    }
 
     private QueueChild() {
     }

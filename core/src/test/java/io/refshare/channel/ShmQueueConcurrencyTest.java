@@ -2,15 +2,14 @@ package io.refshare.channel;
 
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.TempShm;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import io.refshare.testing.TestThreads;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
@@ -21,26 +20,13 @@ import static org.junit.jupiter.api.Assertions.*;
 /** Many threads on two handles of one queue: every message is taken exactly once, in order per producer. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShmQueueConcurrencyTest {
-    private TempShm shm;
-    private ShmDirectory dir;
-    private ExecutorService threads;
-
-    @BeforeEach
-    void setUp() {
-        shm = new TempShm();
-        dir = shm.directory();
-        threads = Executors.newCachedThreadPool();
-    }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        threads.shutdownNow();
-        try {
-            assertTrue(threads.awaitTermination(10, SECONDS), "test threads still running");
-        } finally {
-            shm.close(); // fails the test if a file was left behind
-        }
-    }
+    @RegisterExtension
+    @Order(1)
+    final TempShm shm = new TempShm();
+    private final ShmDirectory dir = shm.directory();
+    @RegisterExtension
+    @Order(2) // stopped before the directory is checked: JUnit runs afterEach in reverse order
+    final TestThreads threads = new TestThreads();
 
     @Test
     void fourProducersAndFourConsumersOnASmallQueue() throws Exception {

@@ -5,16 +5,13 @@ import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static java.util.concurrent.TimeUnit.SECONDS;
@@ -26,29 +23,13 @@ import static org.junit.jupiter.api.Assertions.*;
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShmQueueCrashTest {
-    private TempShm shm;
-    private ShmDirectory dir;
-
-    @BeforeEach
-    void setUp() {
-        shm = new TempShm();
-        dir = shm.directory();
-    }
-
-    @AfterEach
-    void tearDown() {
-        shm.close(); // fails the test if a file was left behind
-    }
-
-    private ChildJvm child(String mode, String name, String... more) {
-        List<String> args = new ArrayList<>(List.of(mode, shm.path().toString(), name));
-        args.addAll(List.of(more));
-        return ChildJvm.start(QueueChild.class, args.toArray(String[]::new));
-    }
+    @RegisterExtension
+    final TempShm shm = new TempShm();
+    private final ShmDirectory dir = shm.directory();
 
     @Test
     void aMessageClaimedByAConsumerThatDiedIsDeliveredToAnotherExactlyOnce() throws Exception {
-        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = child("claim-read", q.name())) {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = QueueChild.start(shm.path(), "claim-read", q.name())) {
             assertTrue(q.offer(TestMessages.encode(1, 0)));
             assertTrue(q.offer(TestMessages.encode(1, 1)));
             assertEquals("0", c.expect("CLAIMED"));
@@ -66,7 +47,7 @@ class ShmQueueCrashTest {
 
     @Test
     void aPositionClaimedByAProducerThatDiedIsSkipped() throws Exception {
-        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = child("claim-write", q.name())) {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 64); ChildJvm c = QueueChild.start(shm.path(), "claim-write", q.name())) {
             assertTrue(q.offer(TestMessages.encode(1, 0)));
             assertEquals("1", c.expect("CLAIMED"));
             assertTrue(q.offer(TestMessages.encode(1, 2)));
@@ -87,7 +68,7 @@ class ShmQueueCrashTest {
 
     @Test
     void aProducerBlockedByADeadConsumersCellRepublishesItInPlace() throws Exception {
-        try (ShmQueue q = ShmQueue.create(dir, 2, 64); ChildJvm c = child("claim-read", q.name())) {
+        try (ShmQueue q = ShmQueue.create(dir, 2, 64); ChildJvm c = QueueChild.start(shm.path(), "claim-read", q.name())) {
             assertTrue(q.offer(TestMessages.encode(1, 0)));
             assertTrue(q.offer(TestMessages.encode(1, 1)));
             assertEquals("0", c.expect("CLAIMED"));
@@ -105,7 +86,7 @@ class ShmQueueCrashTest {
     @Test
     void aConsumerKilledAsleepLeavesNoSleeperBehind() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 4, 64); QueueFileView view = new QueueFileView(dir, q.name());
-                ChildJvm c = child("consume", q.name(), "/dev/null")) {
+                ChildJvm c = QueueChild.start(shm.path(), "consume", q.name(), "/dev/null")) {
             view.awaitSleepingConsumer();
             c.kill();
             assertEquals(1, view.consumersSleeping(), "the dead sleeper is still counted");

@@ -4,10 +4,9 @@ import io.refshare.InvalidDataException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -23,19 +22,9 @@ import static org.junit.jupiter.api.Assertions.*;
 /** Bytes in a queue file are written by other processes: none of them may crash or wedge a reader. */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ShmQueueHostileInputTest {
-    private TempShm shm;
-    private ShmDirectory dir;
-
-    @BeforeEach
-    void setUp() {
-        shm = new TempShm();
-        dir = shm.directory();
-    }
-
-    @AfterEach
-    void tearDown() {
-        shm.close(); // fails the test if a file was left behind
-    }
+    @RegisterExtension
+    final TempShm shm = new TempShm();
+    private final ShmDirectory dir = shm.directory();
 
     private void assertOpenRefused(Consumer<MemorySegment> corruption, String expected) {
         try (ShmQueue q = ShmQueue.create(dir, 4, 32); QueueFileView view = new QueueFileView(dir, q.name())) {

@@ -5,8 +5,9 @@ import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import io.refshare.testing.TestThreads;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -14,8 +15,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -30,32 +29,13 @@ import static org.junit.jupiter.api.Assertions.*;
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ShmQueueKillTest {
-    private TempShm shm;
-    private ShmDirectory dir;
-    private ExecutorService threads;
-
-    @BeforeEach
-    void setUp() {
-        shm = new TempShm();
-        dir = shm.directory();
-        threads = Executors.newCachedThreadPool();
-    }
-
-    @AfterEach
-    void tearDown() throws Exception {
-        threads.shutdownNow();
-        try {
-            assertTrue(threads.awaitTermination(10, SECONDS), "test threads still running");
-        } finally {
-            shm.close(); // fails the test if a file was left behind
-        }
-    }
-
-    private ChildJvm child(String mode, String name, String... more) {
-        List<String> args = new ArrayList<>(List.of(mode, shm.path().toString(), name));
-        args.addAll(List.of(more));
-        return ChildJvm.start(QueueChild.class, args.toArray(String[]::new));
-    }
+    @RegisterExtension
+    @Order(1)
+    final TempShm shm = new TempShm();
+    private final ShmDirectory dir = shm.directory();
+    @RegisterExtension
+    @Order(2) // stopped before the directory is checked: JUnit runs afterEach in reverse order
+    final TestThreads threads = new TestThreads();
 
     @Test
     void consumersKilledAtAnyMomentNeitherDuplicateNorLoseMoreThanTheMessageTheirPollReturned() throws Exception {
@@ -72,7 +52,7 @@ class ShmQueueKillTest {
                 return null;
             });
             for (int k = 0; k < kills; k++) {
-                try (ChildJvm c = child("consume-mark", q.name(), marks.name())) {
+                try (ChildJvm c = QueueChild.start(shm.path(), "consume-mark", q.name(), marks.name())) {
                     awaitMarks(c, marks, (k + 1L) * total / (kills + 2));
                     spinMicros(random.nextInt(500));
                     c.kill();
@@ -137,7 +117,7 @@ class ShmQueueKillTest {
                 for (int k = 0; k < kills; k++) {
                     ShmFile mark = dir.create(ShmKind.SEGMENT, 8L + maxPerProducer);
                     marks.add(mark);
-                    try (ChildJvm c = child("produce-mark", q.name(), mark.name(),
+                    try (ChildJvm c = QueueChild.start(shm.path(), "produce-mark", q.name(), mark.name(),
                             Integer.toString(k), Integer.toString(maxPerProducer))) {
                         awaitMarks(c, mark, 5_000);
                         spinMicros(random.nextInt(500));

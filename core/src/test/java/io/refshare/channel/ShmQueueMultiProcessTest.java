@@ -3,8 +3,7 @@ package io.refshare.channel;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,33 +28,22 @@ class ShmQueueMultiProcessTest {
 
     @TempDir
     Path temp;
-    private TempShm shm;
-    private ShmDirectory dir;
-
-    @BeforeEach
-    void setUp() {
-        shm = new TempShm();
-        dir = shm.directory();
-    }
-
-    @AfterEach
-    void tearDown() {
-        shm.close(); // fails the test if a file was left behind
-    }
+    @RegisterExtension
+    final TempShm shm = new TempShm();
+    private final ShmDirectory dir = shm.directory();
 
     @Test
     void everyMessageOfTwoProducerProcessesIsTakenExactlyOnceByTwoConsumerProcesses() throws Exception {
         List<ChildJvm> children = new ArrayList<>();
         try (ShmQueue q = ShmQueue.create(dir, 64, 64)) {
-            String d = shm.path().toString();
             List<Path> results = new ArrayList<>();
             for (int c = 0; c < CONSUMERS; c++) {
                 Path result = temp.resolve("consumer-" + c + ".bin");
                 results.add(result);
-                children.add(ChildJvm.start(QueueChild.class, "consume", d, q.name(), result.toString()));
+                children.add(QueueChild.start(shm.path(), "consume", q.name(), result.toString()));
             }
             for (int p = 0; p < PRODUCERS; p++) {
-                children.add(ChildJvm.start(QueueChild.class, "produce", d, q.name(), Integer.toString(p),
+                children.add(QueueChild.start(shm.path(), "produce", q.name(), Integer.toString(p),
                         Integer.toString(PER_PRODUCER)));
             }
             for (int p = 0; p < PRODUCERS; p++) {

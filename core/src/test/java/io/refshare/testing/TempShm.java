@@ -2,6 +2,8 @@ package io.refshare.testing;
 
 import io.refshare.RefshareConfig;
 import io.refshare.shm.ShmDirectory;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -13,9 +15,11 @@ import java.util.stream.Stream;
 /**
  * A fresh directory under /dev/shm for one test, so tests never see each other's files
  * and a leak is attributable. {@link #close()} fails the test if anything is left in it,
- * then removes it either way.
+ * then removes it either way. As a field registered with
+ * {@code @RegisterExtension final TempShm shm = new TempShm();} it closes itself after each
+ * test (JUnit makes a new instance, so a new directory, for every test).
  */
-public final class TempShm implements AutoCloseable {
+public final class TempShm implements AutoCloseable, AfterEachCallback {
     private final Path path;
 
     public TempShm() {
@@ -50,9 +54,17 @@ public final class TempShm implements AutoCloseable {
         return files().stream().filter(n -> n.contains("-" + kindTag + "-")).count();
     }
 
-    /** Removes the directory; throws AssertionError if files were left behind. */
+    @Override
+    public void afterEach(ExtensionContext context) {
+        close();
+    }
+
+    /** Removes the directory; throws AssertionError if files were left behind. Idempotent. */
     @Override
     public void close() {
+        if (!Files.isDirectory(path)) {
+            return;
+        }
         List<String> left = files();
         for (String f : left) {
             try {
