@@ -56,7 +56,12 @@ public final class Inventory {
         }
         ProcessIdentity owner;
         try {
-            owner = FileHeader.read(p).owner();
+            FileHeader header = FileHeader.readOrNull(p);
+            if (header == null) {
+                return new Entry(name, kind, size, null, false,
+                        "no owner recorded: being created, or its creator died before writing it");
+            }
+            owner = header.owner();
         } catch (IOException | RuntimeException e) {
             return new Entry(name, kind, size, null, false, "unreadable header: " + e.getMessage());
         }

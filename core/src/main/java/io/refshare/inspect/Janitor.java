@@ -12,6 +12,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
@@ -20,11 +22,22 @@ import java.util.stream.Stream;
  * Removes refshare files left behind by processes that died: a file goes when every
  * process it belongs to is dead — its owner, and for a counter file every process that
  * holds one of its tokens now, for a queue every attached process. It never touches a file whose
- * name is not ours, that another user owns, whose header it cannot read (it may be being
- * created), or that any live process still belongs to. Removing a name does not disturb
- * processes that still map the file.
+ * name is not ours, that another user owns, whose header names an impossible owner (damage
+ * it reports and leaves to a person), or that any live process still belongs to. Removing a
+ * name does not disturb processes that still map the file.
+ *
+ * <p>A file that names no owner at all (shorter than a header, or a zero owner pid) is
+ * what a creator killed between creating the file and its first write leaves; the
+ * creator writes the owner right after the create (see {@link FileHeader}), so a live
+ * creator leaves that state within microseconds. Such a file is removed once it has not
+ * been modified for {@link #UNOWNED_GRACE}, and left alone before: it may be a live
+ * process's file being created this moment. (A creator stopped for longer than that in
+ * the few microseconds between the two steps loses its file and fails to create it,
+ * cleanly: its later mapping of the removed name fails.)
  */
 public final class Janitor {
+    /** How long a file that names no owner may be in creation before it counts as abandoned. */
+    public static final Duration UNOWNED_GRACE = Duration.ofSeconds(60);
 
     /** What a sweep did: names removed, and names it left with the reason. */
     public record Report(List<String> removed, List<String> kept) {
@@ -65,12 +78,16 @@ public final class Janitor {
         if (!dir.isMine(p)) {
             return "another user's";
         }
-        ProcessIdentity owner;
+        FileHeader header;
         try {
-            owner = FileHeader.read(p).owner();
+            header = FileHeader.readOrNull(p);
         } catch (IOException | RuntimeException e) {
             return "header unreadable, left alone";
         }
+        if (header == null) {
+            return unownedAndYoung(p);
+        }
+        ProcessIdentity owner = header.owner();
         if (owner.isAlive()) {
             return "owner " + owner.pid() + " alive";
         }
@@ -100,5 +117,20 @@ public final class Janitor {
             // a dead owner's file that is also corrupt: nobody can use it
         }
         return null;
+    }
+
+    /** For a file that names no owner: why it stays (too young to be abandoned), or null. */
+    private static String unownedAndYoung(Path p) {
+        Duration age;
+        try {
+            age = Duration.between(Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).toInstant(), Instant.now());
+        } catch (IOException e) {
+            return "no owner recorded, age unreadable, left alone";
+        }
+        if (age.compareTo(UNOWNED_GRACE) >= 0) {
+            return null;
+        }
+        return "no owner recorded yet, " + Math.max(0, age.toSeconds()) + " s old: may be being created, removed once "
+                + UNOWNED_GRACE.toSeconds() + " s old";
     }
 }

@@ -25,7 +25,12 @@ final class Limbo {
     /** Blocks freed from the limbo since it was made. */
     private long collected;
 
-    synchronized void add(SentBlock block) {
+    /**
+     * Adds a block; returns true when the limbo was empty before (the background collector
+     * parks while it is, and is to be woken).
+     */
+    synchronized boolean add(SentBlock block) {
+        boolean wasEmpty = blocks == 0;
         waiting.add(block);
         blocks++;
         bytes += block.byteSize();
@@ -35,6 +40,7 @@ final class Limbo {
             event.limboBlocks = blocks;
             event.commit();
         }
+        return wasEmpty;
     }
 
     /** Frees every waiting storage no process uses any more; returns how many. */

@@ -10,8 +10,9 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 
 /**
- * The few libc calls the JDK does not offer: exclusive creation with an exact mode,
- * space reservation ({@code posix_fallocate}), and futex wait/wake on shared memory.
+ * The few libc calls the JDK does not offer: exclusive creation with an exact mode, a
+ * write through that descriptor, space reservation ({@code posix_fallocate}), and futex
+ * wait/wake on shared memory.
  * Each call returns or throws; errno is captured through the linker so it is never
  * clobbered by the JVM between the call and the read.
  */
@@ -23,6 +24,7 @@ public final class Libc {
     public static final int O_CLOEXEC = 02000000;
 
     public static final int EINTR = 4;
+    public static final int EIO = 5;
     public static final int EAGAIN = 11;
     public static final int EEXIST = 17;
     public static final int ENOSPC = 28;
@@ -45,6 +47,9 @@ public final class Libc {
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
     private static final MethodHandle POSIX_FALLOCATE = LINKER.downcallHandle(LIBC.findOrThrow("posix_fallocate"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+    private static final MethodHandle PWRITE = LINKER.downcallHandle(LIBC.findOrThrow("pwrite"),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), ERRNO);
     private static final MethodHandle FCHMOD = LINKER.downcallHandle(LIBC.findOrThrow("fchmod"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO);
     private static final MethodHandle GETUID = LINKER.downcallHandle(LIBC.findOrThrow("getuid"),
@@ -106,6 +111,33 @@ public final class Libc {
             MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
             if ((int) FCHMOD.invokeExact(state, fd, mode) != 0) {
                 throw new ErrnoException("fchmod(" + what + ")", (int) ERRNO_HANDLE.get(state, 0L));
+            }
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** Writes all of {@code bytes} at {@code offset} of the file (a short write is continued; EINTR retried). */
+    public static void pwrite(int fd, byte[] bytes, long offset, String what) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            MemorySegment buffer = arena.allocateFrom(ValueLayout.JAVA_BYTE, bytes);
+            long done = 0;
+            while (done < bytes.length) {
+                long n = (long) PWRITE.invokeExact(state, fd, buffer.asSlice(done), bytes.length - done, offset + done);
+                if (n < 0) {
+                    int errno = (int) ERRNO_HANDLE.get(state, 0L);
+                    if (errno == EINTR) {
+                        continue;
+                    }
+                    throw new ErrnoException("pwrite(" + what + ")", errno);
+                }
+                if (n == 0) {
+                    throw new ErrnoException("pwrite(" + what + ") wrote nothing", EIO); // never loop on it
+                }
+                done += n;
             }
         } catch (ErrnoException e) {
             throw e;

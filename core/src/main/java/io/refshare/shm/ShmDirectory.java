@@ -107,10 +107,16 @@ public final class ShmDirectory {
         return p;
     }
 
-    /** Creates a new file of exactly {@code size} bytes, space reserved, and maps it read-write. */
+    /**
+     * Creates a new file of exactly {@code size} bytes, space reserved, and maps it
+     * read-write. Its first {@value FileHeader#LENGTH} bytes already hold the
+     * {@link FileHeader} owner fields naming this process (magic still zero): the caller
+     * writes its layout's header over them, the magic last.
+     */
     public ShmFile create(ShmKind kind, long size) {
-        if (size <= 0) {
-            throw new IllegalArgumentException("size must be positive: " + size);
+        if (size < FileHeader.LENGTH) {
+            throw new IllegalArgumentException("size must hold at least the " + FileHeader.LENGTH
+                    + "-byte common header: " + size);
         }
         String name = newName(kind);
         Path path = directory.resolve(name);
@@ -122,17 +128,22 @@ public final class ShmDirectory {
             throw new RefshareException("cannot create " + path + ": " + e.getMessage(), e);
         }
         try {
+            // First, before anything slow or anything that can fail for lack of space: from
+            // here on the file names its owner, so if this process is killed anywhere below,
+            // the janitor can tell the file is a dead process's. Killed before this write, it
+            // leaves an empty file with no owner, which the janitor removes after a grace period.
+            Libc.pwrite(fd, FileHeader.ownerOnly(ProcessIdentity.current()), 0, path.toString());
             if (mode != OWNER_ONLY) {
                 Libc.fchmod(fd, mode, path.toString()); // the umask may have taken the group's write bit
             }
             Libc.posixFallocate(fd, size, path.toString());
         } catch (Libc.ErrnoException e) {
             deleteQuietly(path);
-            if (e.errno() == Libc.ENOSPC) {
+            if (e.errno() == Libc.ENOSPC) { // from posix_fallocate, or the header's write on a full tmpfs
                 throw new OutOfSharedMemoryException("no space left in " + directory + " for a " + size
-                        + "-byte " + kind.tag() + " file (posix_fallocate: ENOSPC); free space or raise the tmpfs size", e);
+                        + "-byte " + kind.tag() + " file (" + e.getMessage() + "); free space or raise the tmpfs size", e);
             }
-            throw new RefshareException("cannot reserve " + size + " bytes for " + path + ": " + e.getMessage(), e);
+            throw new RefshareException("cannot create " + size + "-byte " + path + ": " + e.getMessage(), e);
         } finally {
             Libc.close(fd);
         }

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.shm.FileHeader;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
@@ -28,7 +29,7 @@ import java.util.concurrent.TimeUnit;
  *     (producer, sequence) pairs to RESULT</li>
  * <li>{@code consume-mark DIR NAME MARKS}: polls until closed, checking every message,
  *     and right after each poll returns sets the message's byte in the segment file
- *     MARKS (at 8 + sequence) and adds one to the count at 0</li>
+ *     MARKS (at {@link #MARKS} + sequence) and adds one to the count at {@link #MARK_COUNT_OFFSET}</li>
  * <li>{@code produce-mark DIR NAME MARKS PRODUCER COUNT}: offers, marking each message
  *     the same way once its offer returned</li>
  * </ul>
@@ -37,6 +38,10 @@ import java.util.concurrent.TimeUnit;
  */
 public final class QueueChild {
     static final VarHandle MARK_COUNT = ValueLayout.JAVA_LONG.varHandle();
+    /** A marks file is made by ShmDirectory.create, whose common header comes first: the count follows it. */
+    static final long MARK_COUNT_OFFSET = FileHeader.LENGTH;
+    /** The byte of sequence s is at MARKS + s. */
+    static final long MARKS = MARK_COUNT_OFFSET + 8;
 
     /** Starts a child in {@code mode} on queue {@code name} in {@code dir}; {@code more} are the mode's other arguments. */
     static ChildJvm start(Path dir, String mode, String name, String... more) {
@@ -79,7 +84,7 @@ public final class QueueChild {
     }
 
     private static void consumeMarking(ShmQueue queue, ShmDirectory dir, String marks) throws InterruptedException {
-        try (ShmFile file = dir.open(marks, ShmKind.SEGMENT, 8)) {
+        try (ShmFile file = dir.open(marks, ShmKind.SEGMENT, MARKS)) {
             MemorySegment m = file.segment();
             while (true) {
                 byte[] message;
@@ -98,7 +103,7 @@ public final class QueueChild {
 
     private static void produceMarking(ShmQueue queue, ShmDirectory dir, String marks, int producer, long count)
             throws InterruptedException {
-        try (ShmFile file = dir.open(marks, ShmKind.SEGMENT, 8 + count)) {
+        try (ShmFile file = dir.open(marks, ShmKind.SEGMENT, MARKS + count)) {
             MemorySegment m = file.segment();
             for (long seq = 0; seq < count; seq++) {
                 if (!queue.offer(TestMessages.encode(producer, seq), 60, TimeUnit.SECONDS)) {
@@ -110,8 +115,8 @@ public final class QueueChild {
     }
 
     private static void mark(MemorySegment marks, long seq) {
-        marks.set(ValueLayout.JAVA_BYTE, 8 + seq, (byte) 1);
-        MARK_COUNT.getAndAdd(marks, 0L, 1L);
+        marks.set(ValueLayout.JAVA_BYTE, MARKS + seq, (byte) 1);
+        MARK_COUNT.getAndAdd(marks, MARK_COUNT_OFFSET, 1L);
     }
 
     private static void hang(PrintStream out, long position) throws InterruptedException {

@@ -43,7 +43,7 @@ class ShmQueueKillTest {
         int kills = 3;
         long seed = System.nanoTime();
         Random random = new Random(seed);
-        ShmFile marks = dir.create(ShmKind.SEGMENT, 8 + total);
+        ShmFile marks = dir.create(ShmKind.SEGMENT, QueueChild.MARKS + total);
         try (ShmQueue q = ShmQueue.create(dir, 64, 64)) {
             Future<?> producer = threads.submit(() -> {
                 for (long s = 0; s < total; s++) {
@@ -76,7 +76,7 @@ class ShmQueueKillTest {
             }
             int lost = 0;
             for (int s = 0; s < total; s++) {
-                int times = takenHere[s] + marks.segment().get(ValueLayout.JAVA_BYTE, 8 + s);
+                int times = takenHere[s] + marks.segment().get(ValueLayout.JAVA_BYTE, QueueChild.MARKS + s);
                 assertTrue(times <= 1, "message " + s + " delivered " + times + " times (seed " + seed + ")");
                 lost += 1 - times;
             }
@@ -115,7 +115,7 @@ class ShmQueueKillTest {
             List<ShmFile> marks = new ArrayList<>();
             try {
                 for (int k = 0; k < kills; k++) {
-                    ShmFile mark = dir.create(ShmKind.SEGMENT, 8L + maxPerProducer);
+                    ShmFile mark = dir.create(ShmKind.SEGMENT, QueueChild.MARKS + maxPerProducer);
                     marks.add(mark);
                     try (ChildJvm c = QueueChild.start(shm.path(), "produce-mark", q.name(), mark.name(),
                             Integer.toString(k), Integer.toString(maxPerProducer))) {
@@ -131,7 +131,7 @@ class ShmQueueKillTest {
                     for (int i = 0; i < got.size(); i++) {
                         assertEquals(i, got.get(i), "producer " + k + ": whole messages, in order (seed " + seed + ")");
                     }
-                    long returned = marks.get(k).segment().get(ValueLayout.JAVA_LONG, 0);
+                    long returned = marks.get(k).segment().get(ValueLayout.JAVA_LONG, QueueChild.MARK_COUNT_OFFSET);
                     assertTrue(got.size() == returned || got.size() == returned + 1, "producer " + k + ": "
                             + got.size() + " received, " + returned + " offers returned (seed " + seed + ")");
                 }
@@ -147,7 +147,7 @@ class ShmQueueKillTest {
     }
 
     private static void awaitMarks(ChildJvm child, ShmFile marks, long count) throws Exception {
-        while ((long) QueueChild.MARK_COUNT.getVolatile(marks.segment(), 0L) < count) {
+        while ((long) QueueChild.MARK_COUNT.getVolatile(marks.segment(), QueueChild.MARK_COUNT_OFFSET) < count) {
             assertTrue(ProcessHandle.of(child.pid()).map(ProcessHandle::isAlive).orElse(false),
                     "the child exited early (its stderr is in the test output)");
             Thread.sleep(1);

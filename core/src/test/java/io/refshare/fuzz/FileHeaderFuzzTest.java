@@ -213,7 +213,7 @@ class FileHeaderFuzzTest {
      * The janitor reads every header in the directory to decide what is dead. Whatever the
      * files hold, it throws nothing, removes nothing that is not a regular file of ours,
      * never removes a file whose header names this (live) process as its owner, and leaves
-     * alone a file whose header cannot be read.
+     * alone a file too short for a header (planted just now: young, it may be being created).
      */
     @FuzzTest(maxDuration = "2m")
     void janitor(FuzzedDataProvider data) throws IOException {
@@ -249,7 +249,7 @@ class FileHeaderFuzzTest {
                         if (live) {
                             mustStay.put(p, "owned by a live process");
                         } else if (content.length < FileHeader.LENGTH) {
-                            mustStay.put(p, "header unreadable");
+                            mustStay.put(p, "a young file that names no owner");
                         }
                     }
                 }

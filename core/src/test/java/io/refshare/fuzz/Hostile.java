@@ -1,6 +1,7 @@
 package io.refshare.fuzz;
 
 import io.refshare.RefshareException;
+import io.refshare.shm.FileHeader;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
@@ -42,12 +43,14 @@ final class Hostile {
      */
     static String plant(ShmDirectory dir, ShmKind kind, byte[] content) {
         String name;
-        try (ShmFile f = dir.create(kind, Math.max(1, content.length))) {
+        // create writes a header naming this process; the content replaces it, and a
+        // content shorter than a header is cut to its length
+        try (ShmFile f = dir.create(kind, Math.max(FileHeader.LENGTH, content.length))) {
             MemorySegment.copy(content, 0, f.segment(), ValueLayout.JAVA_BYTE, 0, content.length);
             name = f.name();
         }
-        if (content.length == 0) {
-            truncate(dir.path().resolve(name), 0);
+        if (content.length < FileHeader.LENGTH) {
+            truncate(dir.path().resolve(name), content.length);
         }
         return name;
     }

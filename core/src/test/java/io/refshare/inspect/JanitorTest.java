@@ -3,6 +3,11 @@ package io.refshare.inspect;
 import io.refshare.Refshare;
 import io.refshare.share.ConsumerMain;
 import io.refshare.share.ProducerMain;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
 import io.refshare.tensor.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
@@ -10,6 +15,9 @@ import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
 import java.util.HexFormat;
 import java.util.List;
 
@@ -29,7 +37,7 @@ class JanitorTest {
                 producer.kill();
             }
             Files.writeString(shm.path().resolve("not-ours.txt"), "keep me");
-            Files.writeString(shm.path().resolve("refshare-seg-0123456789abcdef0123456789abcdef"), "short"); // unreadable
+            Files.writeString(shm.path().resolve("refshare-seg-0123456789abcdef0123456789abcdef"), "short"); // no owner, young
             List<String> before = shm.files();
 
             Janitor.Report dry = Janitor.sweep(shm.directory(), true);
@@ -40,12 +48,78 @@ class JanitorTest {
                     + report.removed());
             assertTrue(shm.files().contains("not-ours.txt"));
             assertTrue(shm.files().contains("refshare-seg-0123456789abcdef0123456789abcdef"),
-                    "a file whose header cannot be read is left alone");
+                    "a young file that names no owner is left alone: it may be being created");
             assertTrue(report.kept().stream().anyMatch(k -> k.contains("alive")), "the live process's files stay");
             assertThrows(RuntimeException.class, () -> live.receive(HexFormat.of().parseHex(message)),
                     "the dead producer's message can no longer be received");
             Files.delete(shm.path().resolve("not-ours.txt"));
             Files.delete(shm.path().resolve("refshare-seg-0123456789abcdef0123456789abcdef"));
+        }
+    }
+
+    @Test
+    void aFileNamesItsOwnerBeforeItsLayoutIsWritten() throws Exception {
+        try (TempShm shm = new TempShm(); ShmFile f = shm.directory().create(ShmKind.SEGMENT, 1 << 20)) {
+            try {
+                FileHeader h = FileHeader.read(f.path());
+                assertEquals(ProcessIdentity.current(), h.owner(), "the owner, written through the descriptor");
+                assertEquals(0, h.magic(), "no magic yet: the layout is not written");
+                assertEquals(1 << 20, Files.size(f.path()), "and the space is reserved");
+            } finally {
+                f.unlink();
+            }
+        }
+    }
+
+    @Test
+    void aProcessKilledBeforeWritingItsLayoutLeavesAFileTheJanitorRemoves() throws Exception {
+        try (TempShm shm = new TempShm()) {
+            String name;
+            try (ChildJvm creator = ChildJvm.start(CreateOnlyMain.class, shm.path().toString(), "1048576")) {
+                try {
+                    name = creator.expect("CREATED");
+                } finally {
+                    creator.kill();
+                }
+            }
+            assertEquals(List.of(name), shm.files());
+            Janitor.Report report = Janitor.sweep(shm.directory(), false);
+            assertEquals(List.of(name), report.removed(), "its owner is dead: " + report.kept());
+            assertTrue(shm.files().isEmpty());
+        }
+    }
+
+    @Test
+    void aFileThatNamesNoOwnerIsRemovedOnceOlderThanTheGracePeriod() throws Exception {
+        try (TempShm shm = new TempShm()) {
+            ShmDirectory dir = shm.directory();
+            // what a creator killed between its create and its first write leaves: an empty file
+            Path empty = Files.createFile(shm.path().resolve(dir.newName(ShmKind.COUNTERS)));
+            // what an older refshare killed after reserving space leaves: zeros, no owner
+            Path zeros = Files.write(shm.path().resolve(dir.newName(ShmKind.SEGMENT)), new byte[4096]);
+            // a live process's file, owner written, just created: never removed
+            ShmFile live = dir.create(ShmKind.QUEUE, 4096);
+            try {
+                Janitor.Report young = Janitor.sweep(dir, false);
+                assertEquals(List.of(), young.removed(), "young files without an owner may be being created");
+                assertEquals(2, young.kept().stream().filter(k -> k.contains("no owner recorded")).count(),
+                        young.kept().toString());
+
+                FileTime abandoned = FileTime.from(Instant.now().minus(Janitor.UNOWNED_GRACE).minusSeconds(1));
+                Files.setLastModifiedTime(empty, abandoned);
+                Files.setLastModifiedTime(zeros, abandoned);
+                Files.setLastModifiedTime(live.path(), abandoned);
+                Janitor.Report dry = Janitor.sweep(dir, true);
+                assertTrue(Files.exists(empty) && Files.exists(zeros), "a dry run removes nothing");
+                Janitor.Report old = Janitor.sweep(dir, false);
+                assertEquals(dry.removed(), old.removed());
+                assertEquals(List.of(empty.getFileName().toString(), zeros.getFileName().toString()).stream().sorted()
+                        .toList(), old.removed(), "abandoned creations are removed");
+                assertTrue(Files.exists(live.path()), "an old file of a live owner stays: " + old.kept());
+            } finally {
+                live.unlink();
+                live.close();
+            }
         }
     }
 
