@@ -224,27 +224,41 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
-    // ---- hook for io.refshare.holder.SharedHolder (issue 4) ----
+    // ---- hooks for io.refshare.holder.SharedHolder (issue 4) ----
     /**
-     * Maps the block a descriptor names without taking its token: for holders, which keep
-     * one token per published version and count each reader's acquisition themselves. The
-     * storage holds one in-process reference; when the last one goes (and anything shared
-     * onward from it came back), the mapping is dropped and {@code onDispose} runs.
+     * Maps (host) or opens (device) the block a descriptor names without taking its token:
+     * for holders, which keep one token per published version and count each reader's
+     * acquisition themselves. A device descriptor's event, if it has one, is waited for as
+     * on receive. The storage holds one in-process reference; when the last one goes (and
+     * anything shared onward from it came back), the segment reference is dropped and
+     * {@code onDispose} runs.
      */
     public ViewedBlock view(Descriptor d, Runnable onDispose) {
         ensureOpen();
-        if (d.backend() != Backend.HOST) {
-            throw new RefshareException("this process has no " + d.backend() + " backend; cannot map " + d);
-        }
-        ReceiveCache.Mapping mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
+        ReceivedSegment segment = d.backend() == Backend.CUDA ? device().open(d)
+                : receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
         try {
-            return new ViewedBlock(this, mapping, d.offset(), d.length(), onDispose);
+            return new ViewedBlock(this, segment, d.offset(), d.length(), onDispose);
         } catch (RuntimeException e) {
-            receiveCache.unmapSegment(mapping);
+            unmap(segment);
             throw e;
         }
     }
-    // ---- end of hook ----
+
+    /** A viewed block is freed for good: like a received one, less the token, which its holder keeps. */
+    void releaseViewed(ViewedBlock block, ReceivedSegment segment) {
+        if (segment instanceof ReceiveCache.Mapping host) {
+            receiveCache.unmapSegment(host);
+            return;
+        }
+        try {
+            device.disposed(block); // the event of a forwarded view
+        } finally {
+            device.release(segment); // waits for our stream before the holder's count goes back
+        }
+    }
+
+    // ---- end of hooks ----
 
     /**
      * Returns the reference of a message that will never be received (its queue closed, its

@@ -37,13 +37,13 @@ class CudaAcrossProcessesTest {
     private static final HexFormat HEX = HexFormat.of();
     private static final Device CUDA = Device.cuda(0);
 
-    private static ChildJvm consumer(TempShm shm) {
+    static ChildJvm consumer(TempShm shm) {
         return ChildJvm.start(CudaPeerMain.class, shm.path().toString(), CudaTestSupport.library(),
                 CudaTestSupport.isDouble() ? "double" : "real");
     }
 
     /** The double (files in the test's directory, so a leak fails the test), or null against a real driver. */
-    private static TestDouble testDouble(TempShm shm) {
+    static TestDouble testDouble(TempShm shm) {
         if (!CudaTestSupport.isDouble()) {
             return null;
         }
@@ -52,7 +52,7 @@ class CudaAcrossProcessesTest {
         return td;
     }
 
-    private static void fill(Refshare rs, Tensor t, long seed) {
+    static void fill(Refshare rs, Tensor t, long seed) {
         if (t.storage().backend() == Backend.HOST) {
             Patterns.fill(t.data(), seed);
             return;
@@ -64,7 +64,7 @@ class CudaAcrossProcessesTest {
         }
     }
 
-    private static String send(ChildJvm c, String command) {
+    static String send(ChildJvm c, String command) {
         c.send(command);
         String answer = c.read();
         if (answer.startsWith("ERROR")) {
@@ -73,12 +73,12 @@ class CudaAcrossProcessesTest {
         return answer;
     }
 
-    private static long[] numbers(String answer, String prefix) {
+    static long[] numbers(String answer, String prefix) {
         assertTrue(answer.startsWith(prefix + " "), answer);
         return Arrays.stream(answer.substring(prefix.length() + 1).split(" ")).mapToLong(Long::parseLong).toArray();
     }
 
-    private static void exit(ChildJvm c) {
+    static void exit(ChildJvm c) {
         assertEquals("BYE", send(c, "EXIT"));
         assertEquals(0, c.waitFor());
     }
