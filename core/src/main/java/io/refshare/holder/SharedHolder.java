@@ -80,7 +80,9 @@ import java.util.concurrent.atomic.LongAdder;
  * Each process that opens the holder has a row in its file, named by pid and start
  * time, counting the references it holds per version ({@link SharedHolderLayout}).
  * {@link #reclaimDeadReaders()} gives back the references of processes that died, exactly
- * once; it runs by itself when a publish finds no free slot or an open finds no free row.
+ * once; it runs by itself on the creating process's background collector every
+ * housekeeping round (100 ms), so an old version a killed reader held is freed without any
+ * further publish, and also when a publish finds no free slot or an open finds no free row.
  * A process killed in the few instructions between counting an acquisition in the holder
  * word and in its row (or between its row and the count on release) leaks that one
  * reference: the version then lives until its publisher closes, but is never freed early.
@@ -131,6 +133,8 @@ public final class SharedHolder implements AutoCloseable {
     private volatile Stats statsAtClose;
     private final LongAdder retiredHere = new LongAdder();
     private final LongAdder anomalies = new LongAdder();
+    /** The creator's task on its process's collector: reclaims dead readers every housekeeping round. */
+    private final Runnable reclaimInBackground = this::reclaimDeadReadersQuietly;
     private volatile boolean closed;
 
     /**
@@ -176,7 +180,10 @@ public final class SharedHolder implements AutoCloseable {
         ShmFile f = refshare.sharing().directory().create(ShmKind.HOLDER, g.fileLength());
         try {
             SharedHolderLayout.format(f.segment(), g, ProcessIdentity.current());
-            return new SharedHolder(refshare, f, g, true, drainAt);
+            SharedHolder holder = new SharedHolder(refshare, f, g, true, drainAt);
+            // registered once constructed, so the collector never sees a half-built holder
+            refshare.sharing().addHousekeeping(holder.reclaimInBackground);
+            return holder;
         } catch (RuntimeException e) {
             f.unlink();
             f.close();
@@ -402,6 +409,27 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
+    /**
+     * {@link #reclaimDeadReaders()} on the collector thread: does nothing once the handle is
+     * closed (the collector may run it while {@link #close()} removes it), and reports what
+     * it gave back in the log rather than to a caller.
+     */
+    private void reclaimDeadReadersQuietly() {
+        if ((uses.incrementAndGet() & CLOSED) != 0) {
+            leave();
+            return;
+        }
+        try {
+            long n = file.reclaimDead(self, ProcessIdentity::isAlive, this::retired);
+            if (n > 0) {
+                LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
+                        name(), n);
+            }
+        } finally {
+            leave();
+        }
+    }
+
     /** Empties the holder: the current version is retired once nobody holds it. */
     public void clear() {
         enter();
@@ -474,6 +502,7 @@ public final class SharedHolder implements AutoCloseable {
             enter();
             try {
                 if (creator) {
+                    sharing.removeHousekeeping(reclaimInBackground);
                     file.markClosed();
                     try {
                         file.unpin(file.swap(HolderWord.EMPTY), this::retired);

@@ -14,6 +14,8 @@ import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
@@ -34,6 +36,7 @@ import java.util.function.Function;
  * driver. Tokens, the limbo and collection are the same for both kinds of memory.
  */
 public final class Sharing implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Sharing.class.getName());
     private static final byte[] NO_EVENT = new byte[0];
 
     private final ShmDirectory directory;
@@ -47,6 +50,7 @@ public final class Sharing implements AutoCloseable {
     private final LongAdder shared = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
+    private final Set<Runnable> housekeeping = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
     // ---- device memory: created on first use (see DeviceSharing) ----
     private final Function<Sharing, DeviceSharing> deviceFactory;
@@ -258,6 +262,32 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs {@code task} on the background collector at each housekeeping round (every
+     * {@value Collector#HOUSEKEEPING_MILLIS} ms) until it is removed: holders this process
+     * created reclaim their dead readers' references there, so an old version a killed
+     * reader held is freed without waiting for another publish.
+     */
+    public void addHousekeeping(Runnable task) {
+        housekeeping.add(task);
+    }
+
+    public void removeHousekeeping(Runnable task) {
+        housekeeping.remove(task);
+    }
+
+    /** Called by the collector: each task on its own, so one failing (a corrupt holder file) stops no other. */
+    void runHousekeeping() {
+        for (Runnable task : housekeeping) {
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                if (!closed) {
+                    LOG.log(System.Logger.Level.WARNING, "a housekeeping task failed", e);
+                }
+            }
+        }
+    }
     // ---- end of hooks ----
 
     /**
