@@ -12,7 +12,8 @@ import java.util.concurrent.Callable;
 /** {@code refshare inspect}: every refshare file, its owner, and what it holds. */
 @Command(name = "inspect", mixinStandardHelpOptions = true,
         description = {"List every refshare file in the shared-memory directory: kind, owner pid and whether it is",
-                "alive, size, live counts, limbo. Reads only; changes nothing."})
+                "alive, size, live counts, limbo; for a holder, versions published, retired and alive,",
+                "references reclaimed from dead readers, reader processes. Reads only; changes nothing."})
 final class InspectCommand implements Callable<Integer> {
     @Mixin
     ShmOptions shm;

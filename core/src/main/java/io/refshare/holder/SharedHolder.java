@@ -24,10 +24,10 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * A named holder in shared memory that any process can re-point at a new tensor while
- * readers in every process acquire the current one, zero-copy and without a lock: the
- * cross-process form of {@link AtomicHolder}, for weights or tables hot-swapped under live
- * workers.
+ * A named holder in shared memory that any process can re-point at a new tensor (in host
+ * shared memory or in CUDA device memory) while readers in every process acquire the
+ * current one, zero-copy and without a lock: the cross-process form of {@link AtomicHolder},
+ * for weights or tables hot-swapped under live workers.
  *
  * <pre>{@code
  * // publisher process
@@ -63,11 +63,26 @@ import java.util.concurrent.atomic.LongAdder;
  * of the latest version it saw in each slot mapped (until it sees the slot's next version,
  * or closes), so acquiring the same version again maps nothing.
  *
+ * <h2>Device memory</h2>
+ * A CUDA tensor is published the same way: its descriptor carries the segment's IPC handle
+ * and, as every send of device memory does, an interprocess event recorded on the
+ * publisher's stream at the publish (over the live-event cap, the publish synchronizes the
+ * stream instead). A reader's acquire opens the segment through the handle (once in its
+ * process while any block of it is held) and makes its stream wait for the event, so its
+ * work on {@code rs.cuda().stream()} sees what the publisher wrote before publishing; the
+ * tensor it gets is the publisher's memory, not a copy. Its release waits for that stream
+ * and closes the segment if it held its last block, before the count goes back, since the
+ * publisher may then free the memory. Unlike host memory, device segments are not kept open
+ * between acquisitions (an open IPC handle must never outlive the counts that keep its
+ * allocation alive), and device memory dies with its publisher's process.
+ *
  * <h2>Attribution and dead readers</h2>
  * Each process that opens the holder has a row in its file, named by pid and start
  * time, counting the references it holds per version ({@link SharedHolderLayout}).
  * {@link #reclaimDeadReaders()} gives back the references of processes that died, exactly
- * once; it runs by itself when a publish finds no free slot or an open finds no free row.
+ * once; it runs by itself on the creating process's background collector every
+ * housekeeping round (100 ms), so an old version a killed reader held is freed without any
+ * further publish, and also when a publish finds no free slot or an open finds no free row.
  * A process killed in the few instructions between counting an acquisition in the holder
  * word and in its row (or between its row and the count on release) leaks that one
  * reference: the version then lives until its publisher closes, but is never freed early.
@@ -79,8 +94,7 @@ import java.util.concurrent.atomic.LongAdder;
  * the file's name; versions still held stay valid until released. Any handle's close
  * stops its acquires; tensors it handed out stay valid (until their {@link Refshare} is
  * closed) and are released by closing them. Versions live in the publisher's memory:
- * close the holder before the publisher's {@code Refshare}. Host memory only for now: publishing
- * a CUDA tensor throws {@link UnsupportedOperationException}.
+ * close the holder before the publisher's {@code Refshare}.
  *
  * <h2>Implementation notes</h2>
  * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
@@ -119,6 +133,8 @@ public final class SharedHolder implements AutoCloseable {
     private volatile Stats statsAtClose;
     private final LongAdder retiredHere = new LongAdder();
     private final LongAdder anomalies = new LongAdder();
+    /** The creator's task on its process's collector: reclaims dead readers every housekeeping round. */
+    private final Runnable reclaimInBackground = this::reclaimDeadReadersQuietly;
     private volatile boolean closed;
 
     /**
@@ -128,6 +144,12 @@ public final class SharedHolder implements AutoCloseable {
      * dropped when the slot's next version is seen, or when the handle closes.
      */
     private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin) {
+        /** Drops the pin (none for device memory). */
+        void unpin() {
+            if (pin != null) {
+                pin.release();
+            }
+        }
     }
 
     private SharedHolder(Refshare refshare, ShmFile shm, Geometry geometry, boolean creator, int drainAt) {
@@ -158,7 +180,10 @@ public final class SharedHolder implements AutoCloseable {
         ShmFile f = refshare.sharing().directory().create(ShmKind.HOLDER, g.fileLength());
         try {
             SharedHolderLayout.format(f.segment(), g, ProcessIdentity.current());
-            return new SharedHolder(refshare, f, g, true, drainAt);
+            SharedHolder holder = new SharedHolder(refshare, f, g, true, drainAt);
+            // registered once constructed, so the collector never sees a half-built holder
+            refshare.sharing().addHousekeeping(holder.reclaimInBackground);
+            return holder;
         } catch (RuntimeException e) {
             f.unlink();
             f.close();
@@ -215,7 +240,9 @@ public final class SharedHolder implements AutoCloseable {
     /**
      * Makes {@code tensor} the current version and returns its sequence number (1, 2, ...
      * across all publishers of this holder). Counts one reference to the tensor's memory
-     * for as long as the version lives; the caller keeps its tensor and may close it.
+     * for as long as the version lives; the caller keeps its tensor and may close it. A
+     * device tensor is ordered for readers like any send: its work queued on
+     * {@code rs.cuda().stream()} before the publish is done before a reader's work on its own.
      *
      * @throws IllegalStateException when the holder is closed, or all version slots hold
      *                               versions that live readers still use
@@ -231,10 +258,6 @@ public final class SharedHolder implements AutoCloseable {
             boolean haveSlot = false;
             boolean installed = false;
             try {
-                if (d.backend() != Backend.HOST) {
-                    throw new UnsupportedOperationException("a shared holder holds host memory only for now; "
-                            + "cannot publish a " + d.backend() + " tensor");
-                }
                 byte[] bytes = DescriptorCodec.encode(d);
                 claimed = claimSlot();
                 haveSlot = true;
@@ -273,8 +296,9 @@ public final class SharedHolder implements AutoCloseable {
     }
 
     /**
-     * A reference to the current version, mapped zero-copy; null when nothing is
-     * published. Closing the tensor releases it. Thread-safe.
+     * A reference to the current version, mapped zero-copy (a device tensor for a device
+     * version: this process's {@code Refshare} must be able to use that CUDA device); null
+     * when nothing is published. Closing the tensor releases it. Thread-safe.
      */
     public Tensor acquire() {
         enter();
@@ -325,14 +349,19 @@ public final class SharedHolder implements AutoCloseable {
         }
         Descriptor d = DescriptorCodec.decode(file.descriptor(slot, generation));
         TensorLayout layout = d.tensor() != null ? d.tensor() : TensorLayout.contiguous(DType.UINT8, d.length());
-        Seen fresh = new Seen(sequence, d, layout, sharing.view(d, () -> {
-        }));
+        // device memory is not pinned: an IPC-opened segment must be closed before its publisher can free
+        // it (CUDA leaves freeing an allocation another process still has open undefined), so it may stay
+        // open only while this process holds one of its blocks; each acquisition opens it (the first
+        // open in this process maps it, the others count a user) and its release closes it
+        ViewedBlock pin = d.backend() == Backend.HOST ? sharing.view(d, () -> {
+        }) : null;
+        Seen fresh = new Seen(sequence, d, layout, pin);
         if (seen.compareAndSet(slot, known, fresh)) {
             if (known != null) {
-                known.pin().release();
+                known.unpin();
             }
         } else {
-            fresh.pin().release(); // another thread recorded this version (threads holding a slot hold the same one)
+            fresh.unpin(); // another thread recorded this version (threads holding a slot hold the same one)
         }
         return fresh;
     }
@@ -375,6 +404,27 @@ public final class SharedHolder implements AutoCloseable {
         enter();
         try {
             return file.reclaimDead(self, ProcessIdentity::isAlive, this::retired);
+        } finally {
+            leave();
+        }
+    }
+
+    /**
+     * {@link #reclaimDeadReaders()} on the collector thread: does nothing once the handle is
+     * closed (the collector may run it while {@link #close()} removes it), and reports what
+     * it gave back in the log rather than to a caller.
+     */
+    private void reclaimDeadReadersQuietly() {
+        if ((uses.incrementAndGet() & CLOSED) != 0) {
+            leave();
+            return;
+        }
+        try {
+            long n = file.reclaimDead(self, ProcessIdentity::isAlive, this::retired);
+            if (n > 0) {
+                LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
+                        name(), n);
+            }
         } finally {
             leave();
         }
@@ -452,6 +502,7 @@ public final class SharedHolder implements AutoCloseable {
             enter();
             try {
                 if (creator) {
+                    sharing.removeHousekeeping(reclaimInBackground);
                     file.markClosed();
                     try {
                         file.unpin(file.swap(HolderWord.EMPTY), this::retired);
@@ -490,7 +541,7 @@ public final class SharedHolder implements AutoCloseable {
                     Seen known = seen.getAndSet(slot, null);
                     if (known != null) {
                         try {
-                            known.pin().release();
+                            known.unpin();
                         } catch (IllegalStateException contextClosedFirst) {
                             // its refshare context was closed before this handle and unmapped everything already
                         }

@@ -3,6 +3,7 @@ package io.refshare.inspect;
 import io.refshare.channel.QueueStats;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
+import io.refshare.holder.SharedHolder;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
@@ -72,7 +73,7 @@ public final class Inventory {
                 case QUEUE -> queue(dir, name);
                 case STATUS -> status(dir, name);
                 case SEGMENT -> "shared memory";
-                case HOLDER -> "";
+                case HOLDER -> holder(dir, name);
             };
         } catch (RuntimeException e) {
             details = "unreadable: " + e.getMessage();
@@ -98,6 +99,20 @@ public final class Inventory {
         QueueStats s = ShmQueue.inspect(dir, name);
         return s.size() + "/" + s.capacity() + " queued, " + s.offered() + " put, " + s.taken() + " taken, "
                 + s.participants().size() + " participants" + (s.closed() ? ", closed" : "");
+    }
+
+    /**
+     * A holder's figures as every process sees them (read without attaching: no reader row is
+     * taken). Reader processes are those with a row; a dead one's row stays until the holder's
+     * creator (or a publish or open that needs room) reclaims it.
+     */
+    private static String holder(ShmDirectory dir, String name) {
+        SharedHolder.Stats s = SharedHolder.peek(dir, name);
+        long dead = s.readers().stream().filter(p -> !p.isAlive()).count();
+        int readers = s.readers().size();
+        return s.published() + " published, " + s.retired() + " retired, " + s.reclaimed() + " reclaimed, "
+                + s.liveVersions() + " live version" + (s.liveVersions() == 1 ? "" : "s") + ", " + readers
+                + " reader process" + (readers == 1 ? "" : "es") + (dead > 0 ? " (" + dead + " dead)" : "");
     }
 
     private static String status(ShmDirectory dir, String name) {

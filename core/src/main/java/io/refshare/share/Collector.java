@@ -16,7 +16,8 @@ import java.util.concurrent.locks.LockSupport;
  * <li>Every {@value #HOUSEKEEPING_MILLIS} ms it looks for holders of its tokens that have
  * died (pid and start time no longer running) and releases their tokens exactly once, so
  * a killed consumer's memory comes back well within a second; unmaps idle received
- * segments their senders removed; and publishes the process's {@link StatusFile}.</li>
+ * segments their senders removed; runs the {@link Sharing#addHousekeeping housekeeping tasks}
+ * (holders reclaiming their dead readers); and publishes the process's {@link StatusFile}.</li>
  * </ul>
  */
 final class Collector implements Runnable {
@@ -41,6 +42,7 @@ final class Collector implements Runnable {
                 waitForWork();
                 if (System.nanoTime() - nextHousekeeping >= 0) {
                     reclaimDeadHolders();
+                    sharing.runHousekeeping(); // holders of this process reclaim their dead readers
                     sharing.receiveCache().dropIdleRemoved();
                     sharing.publishStatus();
                     nextHousekeeping = System.nanoTime() + HOUSEKEEPING_MILLIS * 1_000_000;

@@ -14,6 +14,8 @@ import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
@@ -34,6 +36,7 @@ import java.util.function.Function;
  * driver. Tokens, the limbo and collection are the same for both kinds of memory.
  */
 public final class Sharing implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(Sharing.class.getName());
     private static final byte[] NO_EVENT = new byte[0];
 
     private final ShmDirectory directory;
@@ -47,6 +50,7 @@ public final class Sharing implements AutoCloseable {
     private final LongAdder shared = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
+    private final Set<Runnable> housekeeping = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
     // ---- device memory: created on first use (see DeviceSharing) ----
     private final Function<Sharing, DeviceSharing> deviceFactory;
@@ -224,27 +228,67 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
-    // ---- hook for io.refshare.holder.SharedHolder (issue 4) ----
+    // ---- hooks for io.refshare.holder.SharedHolder (issue 4) ----
     /**
-     * Maps the block a descriptor names without taking its token: for holders, which keep
-     * one token per published version and count each reader's acquisition themselves. The
-     * storage holds one in-process reference; when the last one goes (and anything shared
-     * onward from it came back), the mapping is dropped and {@code onDispose} runs.
+     * Maps (host) or opens (device) the block a descriptor names without taking its token:
+     * for holders, which keep one token per published version and count each reader's
+     * acquisition themselves. A device descriptor's event, if it has one, is waited for as
+     * on receive. The storage holds one in-process reference; when the last one goes (and
+     * anything shared onward from it came back), the segment reference is dropped and
+     * {@code onDispose} runs.
      */
     public ViewedBlock view(Descriptor d, Runnable onDispose) {
         ensureOpen();
-        if (d.backend() != Backend.HOST) {
-            throw new RefshareException("this process has no " + d.backend() + " backend; cannot map " + d);
-        }
-        ReceiveCache.Mapping mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
+        ReceivedSegment segment = d.backend() == Backend.CUDA ? device().open(d)
+                : receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
         try {
-            return new ViewedBlock(this, mapping, d.offset(), d.length(), onDispose);
+            return new ViewedBlock(this, segment, d.offset(), d.length(), onDispose);
         } catch (RuntimeException e) {
-            receiveCache.unmapSegment(mapping);
+            unmap(segment);
             throw e;
         }
     }
-    // ---- end of hook ----
+
+    /** A viewed block is freed for good: like a received one, less the token, which its holder keeps. */
+    void releaseViewed(ViewedBlock block, ReceivedSegment segment) {
+        if (segment instanceof ReceiveCache.Mapping host) {
+            receiveCache.unmapSegment(host);
+            return;
+        }
+        try {
+            device.disposed(block); // the event of a forwarded view
+        } finally {
+            device.release(segment); // waits for our stream before the holder's count goes back
+        }
+    }
+
+    /**
+     * Runs {@code task} on the background collector at each housekeeping round (every
+     * {@value Collector#HOUSEKEEPING_MILLIS} ms) until it is removed: holders this process
+     * created reclaim their dead readers' references there, so an old version a killed
+     * reader held is freed without waiting for another publish.
+     */
+    public void addHousekeeping(Runnable task) {
+        housekeeping.add(task);
+    }
+
+    public void removeHousekeeping(Runnable task) {
+        housekeeping.remove(task);
+    }
+
+    /** Called by the collector: each task on its own, so one failing (a corrupt holder file) stops no other. */
+    void runHousekeeping() {
+        for (Runnable task : housekeeping) {
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                if (!closed) {
+                    LOG.log(System.Logger.Level.WARNING, "a housekeeping task failed", e);
+                }
+            }
+        }
+    }
+    // ---- end of hooks ----
 
     /**
      * Returns the reference of a message that will never be received (its queue closed, its

@@ -1,5 +1,7 @@
 package io.refshare.share;
 
+import io.refshare.wire.Backend;
+
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -7,40 +9,64 @@ import java.lang.foreign.MemorySegment;
  * {@link ReceivedBlock} it takes no token of its own. Holders use it
  * ({@code io.refshare.holder.SharedHolder}): one token keeps a published version alive for
  * every reader, and each reader's acquisition is counted in the holder's file. Disposing it
- * drops the mapping reference and runs the action that gives the outside count back.
+ * drops the segment reference (host: the mapping; device: the opened IPC segment, after this
+ * process's stream is done with it) and then runs the action that gives the outside count
+ * back.
  */
 public final class ViewedBlock extends Storage {
-    private final ReceiveCache.Mapping mapping;
+    private final ReceivedSegment segment;
     private final long offset;
+    private final long length;
+    /** The host bytes; null for device memory. */
     private final MemorySegment bytes;
     private final Runnable onDispose;
 
-    ViewedBlock(Sharing sharing, ReceiveCache.Mapping mapping, long offset, long length, Runnable onDispose) {
+    ViewedBlock(Sharing sharing, ReceivedSegment segment, long offset, long length, Runnable onDispose) {
         super(sharing);
-        this.mapping = mapping;
+        this.segment = segment;
         this.offset = offset;
-        this.bytes = mapping.file().segment().asSlice(offset, length);
+        this.length = length;
+        this.bytes = segment.backend() == Backend.HOST ? segment.hostMemory().asSlice(offset, length) : null;
         this.onDispose = onDispose;
     }
 
     @Override
     MemorySegment bytes() {
+        if (bytes == null) {
+            throw new UnsupportedOperationException(this + " is device memory: copy it to the host"
+                    + " (CudaSharing.copyToHost) or use its deviceAddress()");
+        }
         return bytes;
     }
 
     @Override
     public long byteSize() {
-        return bytes.byteSize();
+        return length;
+    }
+
+    @Override
+    public Backend backend() {
+        return segment.backend();
+    }
+
+    @Override
+    long address() {
+        return segment.deviceAddress() + offset;
+    }
+
+    @Override
+    byte[] memoryHandle() {
+        return segment.memoryHandle();
     }
 
     @Override
     String segmentName() {
-        return mapping.file().name();
+        return segment.name();
     }
 
     @Override
     long segmentSize() {
-        return mapping.file().size();
+        return segment.size();
     }
 
     @Override
@@ -51,7 +77,7 @@ public final class ViewedBlock extends Storage {
     @Override
     void dispose() {
         try {
-            sharing.receiveCache().unmapSegment(mapping);
+            sharing.releaseViewed(this, segment);
         } finally {
             onDispose.run(); // after our last access: the count it gives back may free the memory
         }
@@ -59,6 +85,7 @@ public final class ViewedBlock extends Storage {
 
     @Override
     public String toString() {
-        return "viewed block of " + bytes.byteSize() + " bytes at " + offset + " in " + mapping.file().name();
+        return "viewed " + (bytes == null ? "device " : "") + "block of " + length + " bytes at " + offset + " in "
+                + segment.name();
     }
 }

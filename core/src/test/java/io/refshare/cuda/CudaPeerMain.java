@@ -2,6 +2,7 @@ package io.refshare.cuda;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
+import io.refshare.holder.SharedHolder;
 import io.refshare.tensor.Tensor;
 import io.refshare.testing.Patterns;
 import io.refshare.wire.Backend;
@@ -28,7 +29,12 @@ import java.util.Map;
  *   MAPPED host|cuda   segments of other processes mapped/opened now       -> MAPPED n
  *   CUDA               -> CUDA openSegments ipcOpens ipcCloses eventWaits
  *   DOUBLE name...     test double counters (-1 each against a real driver) -> DOUBLE v...
- *   EXIT               close everything                                    -> BYE
+ *   HOPEN name         open a shared holder (one at a time)                 -> HOPENED
+ *   HGET id seed       acquire the holder's current version, verify every byte, keep -> OK id | BAD id detail
+ *   HTAKE id           acquire only, keep; with the double, answers once its stream is blocked
+ *                      waiting for the publisher's event                   -> TAKEN id pendingOps
+ *   HCLOSE             close the holder handle        -> HCLOSED retiredHere anomalies
+ *   EXIT               close everything (kept tensors, holder, refshare)   -> BYE
  * </pre>
  * A failing command answers {@code ERROR <exception>} instead of leaving the test waiting.
  */
@@ -44,6 +50,7 @@ public final class CudaPeerMain {
         }
         HexFormat hex = HexFormat.of();
         Map<String, Tensor> kept = new HashMap<>();
+        SharedHolder holder = null;
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
             String line;
@@ -88,9 +95,30 @@ public final class CudaPeerMain {
                             }
                             yield b.toString();
                         }
+                        case "HOPEN" -> {
+                            holder = SharedHolder.open(rs, w[1]);
+                            yield "HOPENED";
+                        }
+                        case "HGET" -> {
+                            Tensor t = acquired(holder);
+                            kept.put(w[1], t);
+                            yield verify(rs, w[1], t, Long.parseLong(w[2]));
+                        }
+                        case "HTAKE" -> {
+                            kept.put(w[1], acquired(holder));
+                            yield "TAKEN " + w[1] + " " + awaitBlocked(testDouble);
+                        }
+                        case "HCLOSE" -> {
+                            SharedHolder.Stats s = holder.stats();
+                            holder.close();
+                            yield "HCLOSED " + s.retiredHere() + " " + s.anomalies();
+                        }
                         case "EXIT" -> {
                             kept.values().forEach(Tensor::close);
                             kept.clear();
+                            if (holder != null) {
+                                holder.close();
+                            }
                             rs.close();
                             yield "BYE";
                         }
@@ -107,6 +135,15 @@ public final class CudaPeerMain {
                 }
             }
         }
+    }
+
+    /** The holder's current version; a test publishes before asking, so none is a failure. */
+    private static Tensor acquired(SharedHolder holder) {
+        Tensor t = holder.acquire();
+        if (t == null) {
+            throw new IllegalStateException("the holder is empty");
+        }
+        return t;
     }
 
     /** With the double: waits until this process's stream is blocked on an event; answers the pending operations. */

@@ -4,6 +4,7 @@ import io.refshare.Refshare;
 import io.refshare.shm.FileHeader;
 import io.refshare.tensor.Tensor;
 import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Eventually;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 
@@ -105,38 +106,60 @@ class SharedHolderAcrossProcessesTest {
         } // TempShm: the directory must be empty
     }
 
+    /**
+     * A reader killed while holding versions: the publisher publishes once more and then does
+     * nothing at all, and its background collector finds the dead reader, gives back its
+     * references, and so retires the versions it held, whose blocks leave the limbo.
+     */
     @Test
-    void aKilledReadersReferencesAreReclaimedExactlyOnce() throws Exception {
+    void theCollectorReclaimsAKilledReadersReferencesWithoutAnotherPublish() throws Exception {
         try (TempShm shm = new TempShm()) {
             try (Refshare rs = Refshare.open(shm.config());
                  SharedHolder holder = SharedHolder.create(rs, 4, 4);
                  ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name())) {
-                try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
-                    Versions.fill(t.data(), 1);
-                    holder.publish(t);
-                }
+                publish(rs, holder, 1);
                 assertEquals("READY", reader.read());
                 reader.send("HOLD");
                 assertEquals("HELD 1", reader.read());
                 reader.send("HOLD");
                 assertEquals("HELD 1", reader.read());
-                reader.kill(); // SIGKILL: its two references are never released by it
-                try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
-                    Versions.fill(t.data(), 2);
-                    holder.publish(t);
-                }
-                assertEquals(0, holder.stats().retired(), "version 1 is still counted for the dead reader");
-                assertEquals(2, holder.reclaimDeadReaders(), "both of its references");
-                assertEquals(0, holder.reclaimDeadReaders(), "and only once");
+                publish(rs, holder, 2);
+                assertEquals(0, holder.stats().retired(), "the live reader holds version 1");
+                reader.send("HOLD");
+                assertEquals("HELD 2", reader.read());
+                assertEquals(2, holder.stats().readers().size(), "the publisher's row and the reader's");
+                reader.kill(); // SIGKILL: its three references are never released by it
+                // once more: version 2 is no longer current; a slot is free, so the publish reclaims nothing.
+                // Version 1 can now only be retired by the collector (the publish touches only version 2).
+                publish(rs, holder, 3);
+                // from here the publisher only watches: no publish, open or explicit reclaim
+                Eventually.await(() -> holder.stats().retired() == 2, "versions 1 and 2 retired for the dead reader");
+                Eventually.await(() -> rs.stats().collected() == 2 && rs.stats().limboBlocks() == 1,
+                        "their blocks left the limbo (version 3's waits there while it is current)");
                 SharedHolder.Stats s = holder.stats();
-                assertEquals(1, s.retired());
-                assertEquals(2, s.reclaimed());
+                assertEquals(3, s.reclaimed(), "the dead reader's three references, each once");
+                assertEquals(2, s.retiredHere(), "retired in this process");
+                assertEquals(0, s.anomalies());
+                assertEquals(1, s.liveVersions());
                 assertEquals(1, s.readers().size(), "the dead reader's row is free; the publisher's remains");
+                assertEquals(0, holder.reclaimDeadReaders(), "nothing is left to reclaim: it happened once");
+                assertEquals(3, holder.stats().reclaimed());
                 holder.close();
+                assertEquals(3, holder.stats().retired());
                 assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(20)));
+                assertEquals(3, rs.stats().collected(), "each version's block freed once");
+                assertEquals(0, rs.sharing().liveCounts());
             } finally {
                 removeFilesOfDeadProcesses(shm);
             }
+        }
+    }
+
+    /** A new version with {@code id}, published; the publisher's own tensor is closed at once. */
+    private static void publish(Refshare rs, SharedHolder holder, long id) {
+        try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
+            Versions.fill(t.data(), id);
+            holder.publish(t);
         }
     }
 
