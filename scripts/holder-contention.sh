@@ -3,7 +3,8 @@
 # VM one contended cache-line transfer costs 5 ns in some minutes and 40 ns in others, so one
 # long run per benchmark compares different minutes. This runs the benchmarks interleaved,
 # ROTATIONS times through the list, one short JMH run each, and prints each benchmark's median
-# and the read-write lock's time divided by its time in the same rotation (median, range).
+# and the read-write lock's time divided by its time in the same rotation (median, range, and
+# in how many rotations it was at least 3, the holder issue's target).
 #
 #   scripts/holder-contention.sh [ROTATIONS]      (default 22; needs `mvn package` first)
 set -euo pipefail
@@ -31,14 +32,14 @@ awk '
     }
     { ns[$1, $2] = $3; if (!($2 in seen)) { seen[$2] = 1; order[++nb] = $2 } if ($1 > rot) rot = $1 }
     END {
-        printf "| acquire + release, 2 threads | ns (median of %d) | readWriteLock ÷ this (median, range) |\n|---|---:|---:|\n", rot
+        printf "| acquire + release, 2 threads | ns (median of %d) | readWriteLock ÷ this (median, range) | rotations ≥ 3× |\n|---|---:|---:|---:|\n", rot
         for (k = 1; k <= nb; k++) {
-            b = order[k]; n = 0; m = 0; lo = 1e9; hi = 0
+            b = order[k]; n = 0; m = 0; lo = 1e9; hi = 0; met = 0
             for (r = 1; r <= rot; r++) {
                 t[++n] = ns[r, b]
                 q = ns[r, "readWriteLock"] / ns[r, b]; u[++m] = q
-                if (q < lo) lo = q; if (q > hi) hi = q
+                if (q < lo) lo = q; if (q > hi) hi = q; if (q >= 3) met++
             }
-            printf "| `%s` | %.1f | %.1f (%.1f – %.1f) |\n", b, median(t, n), median(u, m), lo, hi
+            printf "| `%s` | %.1f | %.1f (%.1f – %.1f) | %d of %d |\n", b, median(t, n), median(u, m), lo, hi, met, rot
         }
     }' "$raw"
