@@ -12,9 +12,10 @@ import java.util.concurrent.locks.LockSupport;
  * allocator pressure.
  * <ul>
  * <li>While the limbo is not empty it sleeps on the current counter file's release word;
- * a consumer's release wakes it, and it collects the limbo at once. (Releases into an older
- * file wake nobody, so while one still has tokens out it polls every
- * {@value #OLDER_FILES_POLL_MILLIS} ms instead.) A block entering an empty limbo unparks it.</li>
+ * a consumer's release wakes it, and it collects the limbo at once. A block entering an
+ * empty limbo unparks it. Releases into an older counter file wake nobody: those blocks wait
+ * for the sleep to end ({@value #SLEEP_MILLIS} ms at most). Polling faster while an old file
+ * has tokens out was considered and left out: a consumer may hold such a token for hours.</li>
  * <li>Every {@value #HOUSEKEEPING_MILLIS} ms it looks for holders of its tokens that have
  * died (pid and start time no longer running) and releases their tokens exactly once, so
  * a killed consumer's memory comes back well within a second; unmaps idle received
@@ -27,8 +28,6 @@ final class Collector implements Runnable {
     /** Rest between wake-ups, so a stream of releases costs a few wake-ups a millisecond, not one each. */
     static final long REST_MICROS = 250;
     static final long HOUSEKEEPING_MILLIS = 100;
-    /** The wait while tokens of a retired counter file (whose releases wake nobody) are still out. */
-    static final long OLDER_FILES_POLL_MILLIS = 1;
     private static final System.Logger LOG = System.getLogger(Collector.class.getName());
 
     private final Sharing sharing;
@@ -73,10 +72,7 @@ final class Collector implements Runnable {
             }
             long seen = current.releases();
             if (sharing.collect() == 0 || sharing.limbo().size() > 0) {
-                // Only the current file's releases wake us; while an older file still has tokens
-                // out, a release there would wait for the whole sleep, so poll instead.
-                long millis = files.liveFiles() > 1 ? OLDER_FILES_POLL_MILLIS : SLEEP_MILLIS;
-                current.awaitRelease(seen, millis * 1_000_000);
+                current.awaitRelease(seen, SLEEP_MILLIS * 1_000_000);
             }
         } finally {
             files.unpin();
