@@ -4,7 +4,6 @@ import io.refshare.Device;
 import io.refshare.Refshare;
 import io.refshare.channel.ShareQueue;
 import io.refshare.inspect.Inventory;
-import io.refshare.shm.FileHeader;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.Tensor;
@@ -17,9 +16,6 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -29,7 +25,6 @@ import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
-import java.util.stream.Stream;
 
 /**
  * {@code refshare demo}: this process produces tensors into a queue, consumer processes
@@ -82,7 +77,7 @@ final class DemoCommand implements Callable<Integer> {
             }
         }
         ShmDirectory shmDir = config.shmDirectory();
-        Set<String> before = ourFiles(shmDir);
+        Set<String> before = LeftBehind.refshareFiles(shmDir);
         System.out.printf(Locale.ROOT, "refshare demo: 1 producer (pid %d) -> %d consumer processes, %s tensors, %.0f s, "
                 + "files in %s%n", ProcessHandle.current().pid(), consumers, Inventory.bytes(size), seconds,
                 config.directory());
@@ -100,7 +95,8 @@ final class DemoCommand implements Callable<Integer> {
             try (ShareQueue queue = ShareQueue.create(rs, capacity)) {
                 List<Thread> readers = new ArrayList<>();
                 for (int i = 0; i < consumers; i++) {
-                    Process p = startConsumer(config.directory(), config.prefix(), queue.name(), device);
+                    Process p = ChildJvms.start(DemoConsumer.class, "128m", config.directory().toString(),
+                            config.prefix(), queue.name(), device.toString());
                     children.add(p);
                     readers.add(readReports(i, p, progress, done));
                 }
@@ -118,7 +114,7 @@ final class DemoCommand implements Callable<Integer> {
                             rs.cuda().copyFromHost(staging, t);
                         }
                         while (!queue.offer(t, 100, TimeUnit.MILLISECONDS)) {
-                            requireAlive(children);
+                            ChildJvms.requireAlive(children, "consumer");
                         }
                     } // dropped at once: the block waits in the limbo until its consumer closes it
                     sent++;
@@ -156,12 +152,10 @@ final class DemoCommand implements Callable<Integer> {
                 bad += done[3 * i + 2];
             }
             rs.close();
-            Set<String> appeared = ourFiles(shmDir);
-            appeared.removeAll(before);
             Set<Long> demoPids = new HashSet<>();
             demoPids.add(ProcessHandle.current().pid());
             children.forEach(p -> demoPids.add(p.pid()));
-            Set<String> left = leftByDemo(shmDir, appeared, demoPids);
+            Set<String> left = LeftBehind.ownedBy(shmDir, before, LeftBehind.refshareFiles(shmDir), demoPids);
             double secs = streamed / 1e9;
             System.out.println("summary");
             System.out.printf(Locale.ROOT, "  sent %,d tensors of %s in %.1f s: %,.0f tensors/s, %s/s shared zero-copy%n",
@@ -179,7 +173,7 @@ final class DemoCommand implements Callable<Integer> {
                     : "FAILED: see above");
             return ok ? 0 : 1;
         } finally {
-            children.forEach(Process::destroyForcibly);
+            ChildJvms.end(children, Duration.ZERO); // consumers ignore stdin: after a failure they are killed at once
             rs.close();
         }
     }
@@ -205,14 +199,6 @@ final class DemoCommand implements Callable<Integer> {
         System.out.flush();
     }
 
-    private static Process startConsumer(Path dir, String prefix, String queue, Device device) throws IOException {
-        String java = ProcessHandle.current().info().command().orElse("java");
-        return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx128m", "-cp",
-                System.getProperty("java.class.path"), DemoConsumer.class.getName(), dir.toString(), prefix, queue,
-                device.toString())
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-    }
-
     private static Thread readReports(int index, Process p, AtomicLongArray progress, long[] done) {
         return Thread.ofPlatform().daemon().start(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
@@ -232,39 +218,5 @@ final class DemoCommand implements Callable<Integer> {
                 // the consumer is gone; its exit code tells
             }
         });
-    }
-
-    private static void requireAlive(List<Process> children) {
-        for (Process p : children) {
-            if (!p.isAlive()) {
-                throw new IllegalStateException("consumer " + p.pid() + " exited early with code " + p.exitValue());
-            }
-        }
-    }
-
-    /** Names of refshare files in the directory (files of other tools, or test directories, are not ours). */
-    private static Set<String> ourFiles(ShmDirectory dir) throws IOException {
-        try (Stream<Path> s = Files.list(dir.path())) {
-            Set<String> names = new HashSet<>();
-            s.map(p -> p.getFileName().toString()).filter(dir::isOurs).forEach(names::add);
-            return names;
-        }
-    }
-
-    /** Of the files that appeared during the demo, those that belong to one of the demo's processes. */
-    private static Set<String> leftByDemo(ShmDirectory dir, Set<String> appeared, Set<Long> demoPids) {
-        Set<String> left = new HashSet<>();
-        for (String name : appeared) {
-            try {
-                if (demoPids.contains(FileHeader.read(dir.path().resolve(name)).owner().pid())) {
-                    left.add(name);
-                }
-            } catch (NoSuchFileException gone) {
-                // removed meanwhile
-            } catch (IOException | RuntimeException unreadable) {
-                left.add(name);
-            }
-        }
-        return left;
     }
 }
