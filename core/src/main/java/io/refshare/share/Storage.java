@@ -20,7 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * host bytes are reached through {@link #memory()}, device bytes through
  * {@link #deviceAddress()} (and the copies of {@code io.refshare.cuda.CudaSharing}).
  */
-public abstract sealed class Storage permits LocalBlock, ReceivedBlock, ViewedBlock {
+public abstract sealed class Storage permits LocalBlock, MappedBlock {
     private final AtomicInteger references = new AtomicInteger(1);
     final Sharing sharing;
     private volatile SentBlock sent;
