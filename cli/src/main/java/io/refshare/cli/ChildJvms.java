@@ -9,11 +9,12 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The child processes of the CLI's multi-process commands ({@code demo}, {@code hotswap}):
+ * The child processes of the CLI's multi-process commands ({@code demo}, {@code hotswap},
+ * {@code bench}'s consumer):
  * real JVMs, started with this JVM's java and class path so that they run the same build,
  * and never left running when the command ends, however it ends.
  */
-final class ChildJvms {
+public final class ChildJvms {
     private ChildJvms() {
     }
 
@@ -21,7 +22,7 @@ final class ChildJvms {
      * Starts {@code main} in a new JVM. Its stderr goes to ours (a child's stack trace is
      * what a user needs to see when it fails); its stdout is for the parent to read.
      */
-    static Process start(Class<?> main, String maxHeap, String... args) throws IOException {
+    public static Process start(Class<?> main, String maxHeap, String... args) throws IOException {
         String java = ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx" + maxHeap,

@@ -31,7 +31,7 @@ final class ReleaseStripes {
     /** A closed stripe's value; open stripes stay above it (that takes 2<sup>62</sup> releases). */
     static final long CLOSED = -(1L << 62);
     /** Enough stripes that threads on different CPUs seldom share one; a power of two. */
-    static final int STRIPES = Math.min(32, Integer.highestOneBit(Math.max(2, 4 * Runtime.getRuntime().availableProcessors()) - 1) << 1);
+    static final int STRIPES = Math.min(32, Integer.highestOneBit(4 * Runtime.getRuntime().availableProcessors() - 1) << 1);
     private static final int SHIFT = 64 - Integer.numberOfTrailingZeros(STRIPES);
 
     private final long[] cells = new long[(STRIPES + 1) * SPACING];

@@ -1,5 +1,7 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ChildJvms;
+
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -34,11 +36,7 @@ final class PeerProcess implements AutoCloseable {
 
     /** Starts the consumer with this JVM's java and class path, and waits until it is ready. */
     static PeerProcess start(Path directory, String prefix) throws IOException, InterruptedException {
-        String java = ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp",
-                System.getProperty("java.class.path"), BenchPeer.class.getName(), directory.toString(), prefix)
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process p = ChildJvms.start(BenchPeer.class, "256m", directory.toString(), prefix);
         PeerProcess peer = new PeerProcess(p);
         try {
             peer.await(BenchPeer.READY);
