@@ -148,9 +148,13 @@ public final class Refshare implements AutoCloseable {
         return sharing.cancel(DescriptorCodec.decode(message));
     }
 
-    /** Frees the blocks in the limbo that no process uses any more; returns how many. */
+    /**
+     * Frees the blocks in the limbo that no process uses any more; returns how many (those
+     * this call freed). On return the limbo holds only blocks still in use: a collection the
+     * background collector was running at the same time has finished too.
+     */
     public int collect() {
-        return sharing.collect();
+        return sharing.collectAndSettle();
     }
 
     /**
@@ -169,7 +173,7 @@ public final class Refshare implements AutoCloseable {
     public boolean awaitLimboEmpty(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
-            sharing.collect();
+            sharing.collectAndSettle();
             if (sharing.stats().limboBlocks() == 0) {
                 return true;
             }

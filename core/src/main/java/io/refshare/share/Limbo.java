@@ -70,6 +70,7 @@ final class Limbo {
                     blocks--;
                     bytes -= b.byteSize();
                     collected++;
+                    notifyAll(); // for settle()
                 }
             }
         }
@@ -80,6 +81,30 @@ final class Limbo {
             event.commit();
         }
         return free.size();
+    }
+
+    /**
+     * Collects, then waits until the blocks that collections in other threads took out are
+     * disposed of too, so that on return the limbo holds only blocks still in use. For
+     * callers that then look at the limbo or the allocator; never from the allocator's miss
+     * path, where waiting for a disposal that needs the allocator would deadlock (see above).
+     */
+    int collectAndSettle() {
+        int freed = collect();
+        boolean interrupted = false;
+        synchronized (this) {
+            while (blocks > waiting.size()) {
+                try {
+                    wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        return freed;
     }
 
     /** Blocks in the limbo, counting those a collection is freeing right now. */

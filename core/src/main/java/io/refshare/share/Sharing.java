@@ -307,14 +307,27 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
-    /** Frees every block in the limbo that no process uses any more; returns how many. */
+    /**
+     * Frees every block in the limbo that no process uses any more; returns how many. Blocks
+     * a concurrent collection (the background collector's) is freeing may still count in the
+     * limbo when it returns: this is the allocator's miss path, which must not wait for them.
+     */
     public int collect() {
         return limbo.collect();
     }
 
+    /**
+     * Like {@link #collect()}, and returns only once blocks a concurrent collection took out
+     * are freed too: afterwards the limbo holds exactly the blocks still in use. For callers
+     * that then read the limbo or the allocator (and never with the allocator's lock held).
+     */
+    public int collectAndSettle() {
+        return limbo.collectAndSettle();
+    }
+
     /** Collects the limbo and gives cached free memory back to the system; returns the bytes released. */
     public long trim() {
-        collect();
+        collectAndSettle();
         DeviceSharing d = device;
         return allocator.releaseCached() + (d != null ? d.allocator().releaseCached() : 0);
     }
