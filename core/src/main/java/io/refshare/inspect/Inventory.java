@@ -74,11 +74,12 @@ public final class Inventory {
                 case STATUS -> status(dir, name);
                 case SEGMENT -> "shared memory";
                 case HOLDER -> holder(dir, name);
+                case LIFE -> "life file: locked while its process runs";
             };
         } catch (RuntimeException e) {
             details = "unreadable: " + e.getMessage();
         }
-        return new Entry(name, kind, size, owner, owner.isAlive(), details);
+        return new Entry(name, kind, size, owner, dir.verdict(owner).mayBeAlive(), details);
     }
 
     private static String counters(ShmDirectory dir, String name) {

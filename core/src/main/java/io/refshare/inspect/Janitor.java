@@ -7,6 +7,7 @@ import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmKind;
+import io.refshare.shm.Verdict;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -50,6 +51,7 @@ public final class Janitor {
     public static Report sweep(ShmDirectory dir, boolean dryRun) throws IOException {
         List<String> removed = new ArrayList<>();
         List<String> kept = new ArrayList<>();
+        List<Path> lifeFiles = new ArrayList<>();
         List<Path> files;
         try (Stream<Path> s = Files.list(dir.path())) {
             files = s.sorted().toList();
@@ -60,6 +62,10 @@ public final class Janitor {
             if (kind == null || !Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
                 continue; // not ours
             }
+            if (kind == ShmKind.LIFE) {
+                lifeFiles.add(p);
+                continue; // judged once the other files are
+            }
             String live = liveUser(dir, p, name, kind);
             if (live != null) {
                 kept.add(name + " (" + live + ")");
@@ -68,6 +74,23 @@ public final class Janitor {
                     Files.deleteIfExists(p);
                 }
                 removed.add(name);
+            }
+        }
+        for (Path p : lifeFiles) {
+            String name = p.getFileName().toString();
+            FileHeader header;
+            try {
+                header = FileHeader.readOrNull(p);
+            } catch (IOException | RuntimeException e) {
+                kept.add(name + " (header unreadable, left alone)");
+                continue;
+            }
+            if (header == null) {
+                kept.add(name + " (no identity recorded)");
+            } else if (dryRun ? dir.verdict(header.owner()) == Verdict.DEAD : dir.removeLifeFileIfDead(header.owner())) {
+                removed.add(name);
+            } else {
+                kept.add(name + " (process " + header.owner().pid() + " " + dir.verdict(header.owner()) + ")");
             }
         }
         return new Report(removed, kept);
@@ -88,7 +111,7 @@ public final class Janitor {
             return unownedAndYoung(p);
         }
         ProcessIdentity owner = header.owner();
-        if (owner.isAlive()) {
+        if (dir.verdict(owner).mayBeAlive()) {
             return "owner " + owner.pid() + " alive";
         }
         try {
@@ -96,7 +119,7 @@ public final class Janitor {
                 case COUNTERS -> {
                     try (CounterFile f = CounterFile.open(dir, name)) {
                         for (ProcessIdentity holder : f.currentHolders()) {
-                            if (holder.isAlive()) {
+                            if (dir.verdict(holder).mayBeAlive()) {
                                 return "holder " + holder.pid() + " alive";
                             }
                         }
@@ -104,7 +127,7 @@ public final class Janitor {
                 }
                 case QUEUE -> {
                     for (QueueParticipant q : ShmQueue.inspect(dir, name).participants()) {
-                        if (q.process().isAlive()) {
+                        if (dir.verdict(q.process()).mayBeAlive()) {
                             return "participant " + q.process().pid() + " alive";
                         }
                     }

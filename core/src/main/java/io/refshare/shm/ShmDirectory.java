@@ -43,6 +43,7 @@ public final class ShmDirectory {
     private final Pattern names;
     private static final int UID = Libc.getuid();
     private static final int GID = Libc.getgid();
+    private static final int[] GROUPS = Libc.getgroups();
 
     public ShmDirectory(Path directory, String prefix, int mode) {
         if (!PREFIX.matcher(prefix).matches()) {
@@ -70,6 +71,61 @@ public final class ShmDirectory {
 
     public String prefix() {
         return prefix;
+    }
+
+    /** The mode new files get: {@link #OWNER_ONLY} or {@link #OWNER_AND_GROUP}. */
+    public int mode() {
+        return mode;
+    }
+
+    /** The real user id of this process, which owns every file it creates. */
+    static int uid() {
+        return UID;
+    }
+
+    /**
+     * True when a file of owner {@code uid} and group {@code gid} may be used: our user's,
+     * or with group access one of our groups' (primary or supplementary, as the kernel grants).
+     */
+    public boolean ownedByUs(int uid, int gid) {
+        if (uid == UID) {
+            return true;
+        }
+        if (mode != OWNER_AND_GROUP) {
+            return false;
+        }
+        if (gid == GID) {
+            return true;
+        }
+        for (int g : GROUPS) {
+            if (g == gid) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Takes this process's life lock here (see {@link LifeFile}); must precede every record
+     * of this process's identity in a file of this directory. Idempotent and cheap once held.
+     */
+    public void holdLifeLock() {
+        LifeFile.hold(this);
+    }
+
+    /** Whether the process {@code id} names is alive, dead or unknown, as this directory's life files tell. */
+    public Verdict verdict(ProcessIdentity id) {
+        return LifeFile.verdict(this, id);
+    }
+
+    /** Removes a dead process's life file (the janitor's job); true when this call removed it. */
+    public boolean removeLifeFileIfDead(ProcessIdentity id) {
+        return LifeFile.removeIfDead(this, id);
+    }
+
+    /** Gives up this process's life lock here and removes its file, once no file here names it. */
+    public void releaseLifeLock() {
+        LifeFile.release(this);
     }
 
     /** A fresh unguessable name for a file of this kind. */
@@ -118,6 +174,7 @@ public final class ShmDirectory {
             throw new IllegalArgumentException("size must hold at least the " + FileHeader.LENGTH
                     + "-byte common header: " + size);
         }
+        holdLifeLock();
         String name = newName(kind);
         Path path = directory.resolve(name);
         int fd;
@@ -190,7 +247,7 @@ public final class ShmDirectory {
         } catch (IOException e) {
             throw new RefshareException("cannot read the owner of " + path + ": " + e.getMessage(), e);
         }
-        if (uid != UID && !(mode == OWNER_AND_GROUP && gid == GID)) {
+        if (!ownedByUs(uid, gid)) {
             throw new RefshareException("refusing " + path + ": it belongs to uid " + uid + " (gid " + gid
                     + ") and this process runs as uid " + UID + " (gid " + GID + ")"
                     + (mode == OWNER_AND_GROUP ? "" : "; processes of one group can share with group access enabled"));
@@ -207,11 +264,12 @@ public final class ShmDirectory {
         }
     }
 
-    static void deleteQuietly(Path path) {
+    /** Removes a name, best effort (the janitor removes what is left); true when this call removed it. */
+    static boolean deleteQuietly(Path path) {
         try {
-            Files.deleteIfExists(path);
+            return Files.deleteIfExists(path);
         } catch (IOException ignored) {
-            // best effort: the janitor removes what is left
+            return false;
         }
     }
 
