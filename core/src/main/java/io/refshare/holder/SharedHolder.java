@@ -220,7 +220,13 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
+    /** Reclaiming needs the kernel's evidence of death: an unknown process counts as alive. */
+    private boolean mayBeAlive(ProcessIdentity reader) {
+        return sharing.directory().verdict(reader).mayBeAlive();
+    }
+
     private int claimRow() {
+        sharing.directory().holdLifeLock(); // before our identity is in the file, so others can tell when we die
         int r = file.registerReader(self);
         if (r < 0) {
             reclaimDeadReaders(); // rows of dead processes become free
@@ -403,7 +409,7 @@ public final class SharedHolder implements AutoCloseable {
     public long reclaimDeadReaders() {
         enter();
         try {
-            return file.reclaimDead(self, ProcessIdentity::isAlive, this::retired);
+            return file.reclaimDead(self, this::mayBeAlive, this::retired);
         } finally {
             leave();
         }
@@ -420,7 +426,7 @@ public final class SharedHolder implements AutoCloseable {
             return;
         }
         try {
-            long n = file.reclaimDead(self, ProcessIdentity::isAlive, this::retired);
+            long n = file.reclaimDead(self, this::mayBeAlive, this::retired);
             if (n > 0) {
                 LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
                         name(), n);
