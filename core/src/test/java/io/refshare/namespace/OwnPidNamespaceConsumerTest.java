@@ -1,0 +1,83 @@
+package io.refshare.namespace;
+
+import io.refshare.Refshare;
+import io.refshare.inspect.Janitor;
+import io.refshare.share.ConsumerMain;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.HexFormat;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * A consumer in its own PID namespace, as a container of the same pod runs: it shares
+ * {@code /dev/shm} with the producer but its pid means nothing (or another process) here.
+ * Its references must never be reclaimed while it lives, and must be reclaimed once it is
+ * killed; neither may the janitor remove what it uses.
+ */
+class OwnPidNamespaceConsumerTest {
+    private static final List<String> OWN_PID_NAMESPACE =
+            List.of("unshare", "--pid", "--fork", "--kill-child", "--mount-proc");
+
+    @RegisterExtension
+    final TempShm shm = new TempShm();
+
+    @Test
+    void itsReferencesStayWhileItLivesAndComeBackWhenItIsKilled() throws Exception {
+        assumeTrue(canUnsharePid(), "needs root and unshare(1) to start a process in its own PID namespace");
+        try (Refshare producer = Refshare.open(shm.config())) {
+            ChildJvm consumer = ChildJvm.startUnder(OWN_PID_NAMESPACE, new String[0], ConsumerMain.class,
+                    shm.path().toString());
+            try {
+                for (int i = 0; i < 3; i++) {
+                    try (Tensor t = producer.allocateBytes(100_000)) {
+                        Patterns.fill(t.data(), i);
+                        consumer.send("RECV t" + i + " " + i + " " + HexFormat.of().formatHex(producer.share(t)));
+                        assertEquals("OK t" + i, consumer.read());
+                    }
+                }
+                // long enough for many collector rounds and a janitor sweep by a third party
+                Thread.sleep(1_500);
+                Janitor.sweep(shm.directory(), false);
+                producer.collect();
+                assertEquals(3, producer.stats().limboBlocks(), "a live consumer's references are never reclaimed");
+                assertEquals(0, producer.stats().reclaimed());
+                for (int i = 0; i < 3; i++) {
+                    consumer.send("VERIFY t" + i + " " + i);
+                    assertEquals("OK t" + i, consumer.read(), "the memory it holds is intact");
+                }
+            } finally {
+                consumer.kill();
+            }
+            long died = System.nanoTime();
+            while (producer.stats().limboBlocks() > 0 && System.nanoTime() - died < 10_000_000_000L) {
+                Thread.sleep(1);
+            }
+            long millis = (System.nanoTime() - died) / 1_000_000;
+            System.out.println("references of the killed consumer in its own PID namespace reclaimed " + millis
+                    + " ms after its death");
+            assertEquals(0, producer.stats().limboBlocks(), "reclaimed once it is dead");
+            assertEquals(3, producer.stats().reclaimed(), "each reference once");
+        }
+        Janitor.sweep(shm.directory(), false); // the killed consumer's status and life files
+    }
+
+    static boolean canUnsharePid() {
+        try {
+            Process p = new ProcessBuilder("unshare", "--pid", "--fork", "--mount-proc", "true")
+                    .redirectErrorStream(true).start();
+            p.getInputStream().readAllBytes();
+            return p.waitFor() == 0;
+        } catch (Exception e) {
+            return false;
+        }
+    }
+}
