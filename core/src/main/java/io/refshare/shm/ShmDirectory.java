@@ -283,8 +283,22 @@ public final class ShmDirectory {
             if (e instanceof Libc.ErrnoException errno && errno.errno() == Libc.ELOOP) {
                 throw new InvalidDataException("not a regular file (a symbolic link): " + path);
             }
+            if (e instanceof Libc.ErrnoException errno && errno.errno() == Libc.EACCES) {
+                explainRefusal(path); // the kernel refused first: say whose file it is, if that is why
+            }
             throw new RefshareException("cannot open " + path + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Throws the ownership refusal when the name denotes another user's file (an lstat: it never blocks). */
+    private void explainRefusal(Path path) {
+        Libc.FileStat st;
+        try {
+            st = Libc.lstat(path.toString());
+        } catch (Libc.ErrnoException e) {
+            return;
+        }
+        requireOwnedByUs(path, st.uid(), st.gid());
     }
 
     /** Refuses a file of owner {@code uid} and group {@code gid} unless {@link #ownedByUs} accepts it. */
