@@ -1,6 +1,7 @@
 package io.refshare.conformance;
 
 import io.refshare.InvalidDataException;
+import io.refshare.shm.CheckedFile;
 import io.refshare.shm.FileHeader;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;
@@ -28,7 +29,6 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -169,11 +169,11 @@ class ConformanceTest {
         byte[] bytes = HexFormat.of().parseHex((String) f.get("hex"));
         Path file = scratch.resolve(f.get("name") + ".hdr");
         Files.write(file, bytes);
-        try {
+        try (CheckedFile checked = CheckedFile.open(file, false)) {
             switch ((String) f.get("expect")) {
                 case "owner" -> {
-                    FileHeader h = FileHeader.read(file);
-                    assertNotNull(FileHeader.readOrNull(file));
+                    FileHeader h = FileHeader.read(checked);
+                    assertEquals(h, FileHeader.readOrNull(checked));
                     assertEquals(f.get("magic"), h.magic());
                     assertEquals(f.get("magic_text"), FileHeader.magicText(h.magic()));
                     assertEquals(f.get("version"), (long) h.version());
@@ -183,15 +183,15 @@ class ConformanceTest {
                     assertEquals(f.get("kind"), kindOfMagic(h.magic()));
                 }
                 case "no_owner" -> {
-                    assertNull(FileHeader.readOrNull(file), "a header naming no owner reads as null");
+                    assertNull(FileHeader.readOrNull(checked), "a header naming no owner reads as null");
                     if (bytes.length < FileHeader.LENGTH) {
-                        assertThrows(InvalidDataException.class, () -> FileHeader.read(file));
+                        assertThrows(InvalidDataException.class, () -> FileHeader.read(checked));
                     }
                 }
                 case "error" -> {
-                    RuntimeException e = assertThrows(RuntimeException.class, () -> FileHeader.readOrNull(file));
+                    RuntimeException e = assertThrows(RuntimeException.class, () -> FileHeader.readOrNull(checked));
                     assertEquals(f.get("error_java"), e.getClass().getSimpleName(), "wrong exception: " + e);
-                    assertThrows(InvalidDataException.class, () -> FileHeader.read(file));
+                    assertThrows(InvalidDataException.class, () -> FileHeader.read(checked));
                 }
                 default -> throw new AssertionError("unknown expectation " + f.get("expect"));
             }

@@ -5,6 +5,8 @@ import io.refshare.counter.CounterFileLayout;
 import io.refshare.holder.SharedHolderLayout;
 import io.refshare.memory.HostBackend;
 import io.refshare.share.StatusFile;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.LifeFile;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;
@@ -456,7 +458,7 @@ public final class FixtureGenerator {
     private record Kind(String name, String tag, long magic, int version, int headerLength) {
     }
 
-    /** The kinds as the layout classes define them (life: docs/protocol.md §5.1). */
+    /** The kinds as the layout classes define them. */
     static List<Map<String, Object>> kinds() {
         List<Map<String, Object>> l = new ArrayList<>();
         for (Kind k : kindList()) {
@@ -471,8 +473,6 @@ public final class FixtureGenerator {
         return l;
     }
 
-    static final long LIFE_MAGIC = 0x31304546494C5352L; // "RSLIFE01"
-
     private static List<Kind> kindList() {
         return List.of(
                 new Kind("segment", "seg", HostBackend.MAGIC, HostBackend.VERSION, HostBackend.HEADER_BYTES),
@@ -482,7 +482,7 @@ public final class FixtureGenerator {
                 new Kind("holder", "hold", SharedHolderLayout.MAGIC, SharedHolderLayout.VERSION,
                         SharedHolderLayout.HEADER_LENGTH),
                 new Kind("status", "proc", StatusFile.MAGIC, StatusFile.VERSION, 40),
-                new Kind("life", "life", LIFE_MAGIC, 1, 32));
+                new Kind("life", "life", LifeFile.MAGIC, LifeFile.VERSION, FileHeader.LENGTH));
     }
 
     static byte[] header(long magic, int version, int headerLength, long pid, long start) {
