@@ -27,6 +27,9 @@ import java.nio.file.Path;
  * later leaves a file the janitor can judge. Only a creator killed between the create and
  * that write leaves a file with no owner (shorter than a header, empty in practice):
  * {@link #readOrNull} tells such a file from a damaged one.
+ *
+ * <p>The header, with the magic of every kind, is specified in
+ * {@code docs/protocol.md}, section 4: the reference for every implementation.
  */
 public record FileHeader(long magic, int version, int headerLength, ProcessIdentity owner) {
     public static final int LENGTH = 32;
