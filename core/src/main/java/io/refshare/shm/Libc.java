@@ -28,6 +28,7 @@ public final class Libc {
     public static final int EINTR = 4;
     public static final int EIO = 5;
     public static final int EAGAIN = 11;
+    public static final int EACCES = 13;
     public static final int EEXIST = 17;
     public static final int ENOENT = 2;
     public static final int EWOULDBLOCK = EAGAIN;
@@ -62,6 +63,9 @@ public final class Libc {
     private static final MethodHandle POSIX_FALLOCATE = LINKER.downcallHandle(LIBC.findOrThrow("posix_fallocate"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
     private static final MethodHandle PWRITE = LINKER.downcallHandle(LIBC.findOrThrow("pwrite"),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), ERRNO);
+    private static final MethodHandle PREAD = LINKER.downcallHandle(LIBC.findOrThrow("pread"),
             FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_LONG), ERRNO);
     private static final MethodHandle FCHMOD = LINKER.downcallHandle(LIBC.findOrThrow("fchmod"),
@@ -160,6 +164,37 @@ public final class Libc {
                 }
                 done += n;
             }
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
+     * Reads up to {@code length} bytes at {@code offset} of the file (EINTR retried, a short
+     * read continued); fewer only at the end of the file.
+     */
+    public static byte[] pread(int fd, int length, long offset, String what) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            MemorySegment buffer = arena.allocate(Math.max(1, length));
+            long done = 0;
+            while (done < length) {
+                long n = (long) PREAD.invokeExact(state, fd, buffer.asSlice(done), length - done, offset + done);
+                if (n < 0) {
+                    int errno = (int) ERRNO_HANDLE.get(state, 0L);
+                    if (errno == EINTR) {
+                        continue;
+                    }
+                    throw new ErrnoException("pread(" + what + ")", errno);
+                }
+                if (n == 0) {
+                    break; // end of file
+                }
+                done += n;
+            }
+            return buffer.asSlice(0, done).toArray(ValueLayout.JAVA_BYTE);
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
