@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.*;
@@ -32,6 +33,41 @@ class ProducersGoneTest {
     @Test
     void alsoWhenTheJanitorSweptBetweenTheDeathAndTheDrain() throws Exception {
         drainAfterTheProducersDeath(true);
+    }
+
+    @Test
+    void aTakeWaitingOnAnEmptyQueueEndsWithinTwoSecondsOfTheDeath() throws Exception {
+        try (TempShm shm = new TempShm()) {
+            ChildJvm producer = ChildJvm.start(QueueCreatorMain.class, shm.path().toString(), "8", "3");
+            try (producer; Refshare rs = Refshare.open(shm.config())) {
+                String name = producer.expect("QUEUE");
+                producer.expect("SENT");
+                try (ShareQueue consumer = ShareQueue.open(rs, name)) {
+                    for (int i = 0; i < 3; i++) {
+                        consumer.take().close();
+                    }
+                    assertNull(consumer.poll(300, TimeUnit.MILLISECONDS), "drained; the producer lives: nothing ends");
+                    CompletableFuture<String> waiting = CompletableFuture.supplyAsync(() -> {
+                        try {
+                            consumer.take().close();
+                            return "a message";
+                        } catch (ProducersGoneException gone) {
+                            return "gone";
+                        } catch (Exception other) {
+                            return other.toString();
+                        }
+                    });
+                    Thread.sleep(300); // asleep in take()
+                    producer.kill();
+                    long killed = System.nanoTime();
+                    assertEquals("gone", waiting.get(10, TimeUnit.SECONDS));
+                    long millis = (System.nanoTime() - killed) / 1_000_000;
+                    System.out.println("a waiting take() ended " + millis + " ms after the producer's SIGKILL");
+                    assertTrue(millis < 2_000, "within 2 s: " + millis + " ms");
+                }
+            }
+            Janitor.sweep(shm.directory(), false);
+        }
     }
 
     private static void drainAfterTheProducersDeath(boolean sweepInBetween) throws Exception {
