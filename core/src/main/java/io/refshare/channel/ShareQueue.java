@@ -65,6 +65,12 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class ShareQueue implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ShareQueue.class.getName());
+    /**
+     * Rejected messages a poll still skips after its deadline, so a poll(0) behind a few
+     * bad messages finds the good one after them; a run of failures longer than this (a
+     * damaged queue failing every attempt) ends the poll at its deadline.
+     */
+    private static final int REJECTIONS_PAST_DEADLINE = 16;
 
     private final Refshare refshare;
     private final ShmQueue queue;
@@ -138,11 +144,14 @@ public final class ShareQueue implements AutoCloseable {
     }
 
     /**
-     * The next tensor, or null after {@code timeout} (returned by then whatever happens in
-     * the queue, damaged cells included). Throws as {@link #take()}.
+     * The next tensor, or null after {@code timeout}: returned by then whatever happens in
+     * the queue, damaged cells included (past the deadline it only skips up to
+     * {@value #REJECTIONS_PAST_DEADLINE} more rejected messages, each a quick failure).
+     * Throws as {@link #take()}.
      */
     public Tensor poll(long timeout, TimeUnit unit) throws InterruptedException {
         long deadline = System.nanoTime() + Math.max(0, unit.toNanos(timeout));
+        int rejectedHere = 0;
         while (true) {
             long left = deadline - System.nanoTime();
             try {
@@ -155,8 +164,9 @@ public final class ShareQueue implements AutoCloseable {
             } catch (RefshareException e) {
                 rejected.increment();
                 rejections.warn(queue.name() + ": rejected a message: " + e.getMessage());
+                rejectedHere++;
             }
-            if (deadline - System.nanoTime() <= 0) {
+            if (deadline - System.nanoTime() <= 0 && rejectedHere >= REJECTIONS_PAST_DEADLINE) {
                 return null; // every attempt failed until the deadline: the timeout still holds
             }
         }
