@@ -652,7 +652,8 @@ public final class ShmQueue implements AutoCloseable {
             MemorySegment.copy(mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message, 0, length);
             result = whileClaimed.apply(message);
         } catch (ResourceLimitException limit) {
-            givenBack = giveBack(cell, position);
+            giveBack(cell, position);
+            givenBack = true; // the cell is no longer ours to free, whether or not the give-back took
             throw limit;
         } finally {
             if (!givenBack) {
@@ -673,13 +674,12 @@ public final class ShmQueue implements AutoCloseable {
      * claimant's, so exactly one consumer adopts it later. The count of give-backs goes up
      * first, so a waiter that sees the cell also sees that it must scan for it.
      */
-    private boolean giveBack(long cell, long position) {
+    private void giveBack(long cell, long position) {
         LONG.getAndAdd(mem, GIVEN_BACK_OFFSET, 1L);
-        if (!LONG.compareAndSet(mem, cell + CELL_WORD, reading(position, self), reading(position, RETURNED))) {
-            return false; // not ours any more: only a wrong verdict on this live process could do that
+        if (LONG.compareAndSet(mem, cell + CELL_WORD, reading(position, self), reading(position, RETURNED))) {
+            notEmpty.signal();
         }
-        notEmpty.signal();
-        return true;
+        // else: not ours any more (a hostile writer); whoever holds the cell now deals with it
     }
 
     // ---- waiting ----
