@@ -71,6 +71,8 @@ public final class ShareQueue implements AutoCloseable {
      * damaged queue failing every attempt) ends the poll at its deadline.
      */
     private static final int REJECTIONS_PAST_DEADLINE = 16;
+    /** Pause between attempts once a poll has met that many rejections in a row. */
+    private static final long PAUSE_AFTER_REJECTIONS_NANOS = 5_000_000L;
 
     private final Refshare refshare;
     private final ShmQueue queue;
@@ -166,8 +168,13 @@ public final class ShareQueue implements AutoCloseable {
                 rejections.warn(queue.name() + ": rejected a message: " + e.getMessage());
                 rejectedHere++;
             }
-            if (deadline - System.nanoTime() <= 0 && rejectedHere >= REJECTIONS_PAST_DEADLINE) {
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0 && rejectedHere >= REJECTIONS_PAST_DEADLINE) {
                 return null; // every attempt failed until the deadline: the timeout still holds
+            }
+            if (rejectedHere >= REJECTIONS_PAST_DEADLINE && remaining > 0) {
+                // a long run of failures: a damaged queue, most likely; do not burn a CPU on it
+                TimeUnit.NANOSECONDS.sleep(Math.min(remaining, PAUSE_AFTER_REJECTIONS_NANOS));
             }
         }
     }
