@@ -447,16 +447,25 @@ public final class ShmQueue implements AutoCloseable {
 
     /**
      * True when this handle is the producer side's last and no consumer is attached: no
-     * other attached handle has offered or polled, and the creator's handle is not attached
-     * to an open queue. A producer closing then ends the stream and returns what is queued.
+     * other attached handle of a process not known dead has offered or polled, and the
+     * creator's handle is not attached to an open queue. A producer closing then ends the
+     * stream and returns what is queued.
      */
     boolean lastProducerWithoutConsumer() {
         enter();
         try {
-            if (participants.anyOtherWithRole(self, ROLE_PRODUCER | ROLE_CONSUMER)) {
-                return false;
+            for (int i = 0; i < participants.capacity(); i++) {
+                long word = participants.identityWord(i);
+                if (i == self || word == 0 || isReclaimMark(word) || namesNoProcess(word)) {
+                    continue;
+                }
+                boolean creatorsHandle = !creator && word == packedOwner && closedState() == OPEN;
+                boolean takesPart = (participants.role(i) & (ROLE_PRODUCER | ROLE_CONSUMER)) != 0;
+                if ((takesPart || creatorsHandle) && !liveness.isDead(word, true)) {
+                    return false;
+                }
             }
-            return creator || closedState() != OPEN || !participants.anyOtherNaming(self, packedOwner);
+            return true;
         } finally {
             exit();
         }

@@ -70,6 +70,49 @@ class ProducersGoneTest {
         }
     }
 
+    @Test
+    void aProducerOutlivingItsDeadCreatorKeepsTheStreamAndItsLastCloseReturnsWhatIsQueued() throws Exception {
+        try (TempShm shm = new TempShm()) {
+            ChildJvm creator = ChildJvm.start(QueueCreatorMain.class, shm.path().toString(), "8", "0");
+            try (creator; Refshare rs = Refshare.open(shm.config())) {
+                String name = creator.expect("QUEUE");
+                creator.expect("SENT");
+                ShareQueue producer = ShareQueue.open(rs, name);
+                creator.kill();
+                try (ShareQueue consumer = ShareQueue.open(rs, name)) {
+                    for (int i = 0; i < 5; i++) {
+                        try (Tensor t = rs.allocateBytes(1024)) {
+                            producer.put(t);
+                        }
+                    }
+                    for (int i = 0; i < 3; i++) {
+                        consumer.take().close();
+                    }
+                }
+                // the creator is dead but a producer lives: a consumer drains and waits, nothing ends
+                try (ShareQueue consumer = ShareQueue.open(rs, name)) {
+                    consumer.take().close();
+                    consumer.take().close();
+                    assertNull(consumer.poll(600, TimeUnit.MILLISECONDS), "a live producer keeps the stream open");
+                }
+                for (int i = 0; i < 2; i++) {
+                    try (Tensor t = rs.allocateBytes(1024)) {
+                        assertTrue(producer.offer(t, 1, TimeUnit.SECONDS), "no consumer: the queue fills, no error");
+                    }
+                }
+                assertEquals(2, rs.stats().limboBlocks());
+                producer.close(); // the producer side's last close, no consumer attached
+                assertTrue(rs.awaitLimboEmpty(java.time.Duration.ofSeconds(10)), "the queued messages came back");
+                try (ShareQueue late = ShareQueue.open(rs, name)) {
+                    QueueClosedException end = assertThrows(QueueClosedException.class, late::take);
+                    assertFalse(end instanceof ProducersGoneException, "ended by its last producer's decision");
+                }
+            }
+            Janitor.sweep(shm.directory(), false);
+            assertEquals(java.util.List.of(), shm.files().stream().filter(n -> !n.contains("-life-")).toList());
+        }
+    }
+
     private static void drainAfterTheProducersDeath(boolean sweepInBetween) throws Exception {
         try (TempShm shm = new TempShm()) {
             ChildJvm producer = ChildJvm.start(QueueCreatorMain.class, shm.path().toString(), "64",
