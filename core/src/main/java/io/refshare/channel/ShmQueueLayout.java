@@ -46,7 +46,8 @@ import java.nio.ByteOrder;
  *    role: bit 0 has offered, bit 1 has polled; c.slp / p.slp: this participant's
  *    share of the sleeping counts above (int), so a dead sleeper's share can be removed;
  *    pid ns: inode of the participant's PID namespace (/proc/self/ns/pid), 0 while being
- *    registered or unknown: a pid means something only to processes of the same namespace
+ *    registered or unknown; for inspection only: liveness is judged by the identity's life
+ *    file in the directory, which holds across namespaces
  * Cells, capacity entries of cellLen bytes (cellLen = 16 + maxMsg rounded up to 64):
  *   +------------------+------------+---------+---------------------------- ... ---+
  *   | cell word (8)    | length (4) | (0)     | payload (length bytes)             |
