@@ -63,6 +63,11 @@ final class Participants {
         return (long) LONG.getVolatile(mem, entryOffset(index) + PARTICIPANT_PID_NAMESPACE);
     }
 
+    /** The roles an entry recorded ({@link ShmQueueLayout#ROLE_PRODUCER}, {@link ShmQueueLayout#ROLE_CONSUMER}). */
+    int role(int index) {
+        return (int) INT.getVolatile(mem, entryOffset(index) + PARTICIPANT_ROLE);
+    }
+
     void addRole(int index, int role) {
         INT.getAndBitwiseOr(mem, entryOffset(index) + PARTICIPANT_ROLE, role);
     }
