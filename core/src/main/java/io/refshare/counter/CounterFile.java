@@ -185,7 +185,11 @@ public final class CounterFile implements AutoCloseable {
             retire();
             return -1;
         }
-        long found = (long) LONG.compareAndExchange(mem, slotOffset(slot), (long) FREE, word(IN_FLIGHT, tag));
+        long off = slotOffset(slot);
+        long found = (long) LONG.getVolatile(mem, off); // guarded read first: see compareAndSet
+        if (found == FREE) {
+            found = (long) LONG.compareAndExchange(mem, off, (long) FREE, word(IN_FLIGHT, tag));
+        }
         if (found != FREE) {
             throw new InvalidDataException(this + " is damaged: slot " + slot + " was not free (word 0x"
                     + Long.toHexString(found) + "), another process wrote into it");
@@ -206,6 +210,7 @@ public final class CounterFile implements AutoCloseable {
     /** Owner only: hands out no more slots from this file. */
     public void retire() {
         requireOwner();
+        LONG.getVolatile(mem, FLAGS_OFFSET); // guarded read first: see compareAndSet
         LONG.getAndBitwiseOr(mem, FLAGS_OFFSET, FLAG_RETIRED);
     }
 
@@ -219,7 +224,8 @@ public final class CounterFile implements AutoCloseable {
      */
     public boolean claim(int slot, int tag) {
         long off = slotOffset(checkSlot(slot));
-        return LONG.compareAndSet(mem, off, word(IN_FLIGHT, tag), word(held(selfPeer()), tag));
+        long inFlight = word(IN_FLIGHT, tag);
+        return (long) LONG.getVolatile(mem, off) == inFlight && compareAndSet(off, inFlight, word(held(selfPeer()), tag));
     }
 
     /** {@link #claim(int, int)} of a token handed out by {@link #handOut()} (tag 0). */
@@ -229,11 +235,12 @@ public final class CounterFile implements AutoCloseable {
 
     /** Releases a token this process holds through this instance. False when it does not hold it. */
     public boolean release(int slot) {
+        long off = slotOffset(checkSlot(slot));
         int peer = selfPeer;
         if (peer < 0) {
             return false;
         }
-        if (moveKeepingTag(slotOffset(checkSlot(slot)), held(peer), RELEASED)) {
+        if (moveKeepingTag(off, held(peer), RELEASED)) {
             released();
             return true;
         }
@@ -247,7 +254,7 @@ public final class CounterFile implements AutoCloseable {
             if (low(w) != from) {
                 return false;
             }
-            if (LONG.compareAndSet(mem, off, w, word(to, CounterFileLayout.tag(w)))) {
+            if (compareAndSet(off, w, word(to, CounterFileLayout.tag(w)))) {
                 return true;
             }
         }
@@ -255,6 +262,7 @@ public final class CounterFile implements AutoCloseable {
 
     /** Counts a release and wakes the owner's collector if it sleeps on this file. */
     private void released() {
+        LONG.getVolatile(mem, RELEASES_OFFSET); // guarded read first: see compareAndSet
         LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
         // the getAndAdd above is a full fence: either the collector sees the new count before
         // it sleeps (futex compares it), or we see its waiting flag here and wake it
@@ -283,7 +291,7 @@ public final class CounterFile implements AutoCloseable {
      * False when someone already claimed or returned it, or it was handed out for another range.
      */
     public boolean cancel(int slot, int tag) {
-        if (LONG.compareAndSet(mem, slotOffset(checkSlot(slot)), word(IN_FLIGHT, tag), word(RELEASED, tag))) {
+        if (compareAndSet(slotOffset(checkSlot(slot)), word(IN_FLIGHT, tag), word(RELEASED, tag))) {
             released();
             return true;
         }
@@ -421,7 +429,7 @@ public final class CounterFile implements AutoCloseable {
             long start = (long) LONG.getVolatile(mem, off + 8);
             if (start == 0) {
                 if (registrantGone(pid) && (long) LONG.getVolatile(mem, off + 8) == 0) {
-                    LONG.compareAndSet(mem, off, pid, 0L);
+                    compareAndSet(off, pid, 0L);
                 }
                 continue;
             }
@@ -436,7 +444,7 @@ public final class CounterFile implements AutoCloseable {
             }
             // DEAD is final: nobody else writes this entry until it is free again
             LONG.setVolatile(mem, off + 8, 0L);
-            LONG.compareAndSet(mem, off, pid, 0L);
+            compareAndSet(off, pid, 0L);
         }
         return count;
     }
@@ -554,7 +562,7 @@ public final class CounterFile implements AutoCloseable {
         directory.holdLifeLock();
         for (int peer = 0; peer < peerCapacity; peer++) {
             long off = peerOffset(peer);
-            if ((long) LONG.getVolatile(mem, off) == 0 && LONG.compareAndSet(mem, off, 0L, me.pid())) {
+            if (compareAndSet(off, 0L, me.pid())) {
                 LONG.setVolatile(mem, off + 8, me.startTicks());
                 return selfPeer = peer;
             }
@@ -562,6 +570,18 @@ public final class CounterFile implements AutoCloseable {
         throw new ResourceLimitException("all " + peerCapacity + " peer entries of " + this + " (owner " + owner
                 + ") are held by live processes, or by dead ones its owner has not reclaimed yet; the producer raises"
                 + " the limit with RefshareConfig.withPeersPerCounterFile (this file has " + peerCapacity + ")");
+    }
+
+    /**
+     * Compare-and-set of the word at {@code off}, after a plain volatile read of it that
+     * fails fast. The read matters beyond speed: when another process truncated the file, a
+     * read of the lost page raises an {@link InternalError} the caller can handle, while the
+     * JVM's compare-and-set on it (interpreted, at least) is not guarded and a SIGBUS there
+     * kills the whole process. A truncation between the read and the CAS can still do that;
+     * the window is a few instructions wide.
+     */
+    private boolean compareAndSet(long off, long expected, long next) {
+        return (long) LONG.getVolatile(mem, off) == expected && LONG.compareAndSet(mem, off, expected, next);
     }
 
     private int checkSlot(int slot) {
