@@ -1,0 +1,173 @@
+package io.refshare.churn;
+
+import io.refshare.Refshare;
+import io.refshare.RefshareConfig;
+import io.refshare.counter.CounterFile;
+import io.refshare.inspect.Janitor;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmKind;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Eventually;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * Issue 15's acceptance: one producer serves many successive consumer processes, far more
+ * than its counter files have peer entries, mixing clean exits and SIGKILLs, and each
+ * consumer's place is taken by a new process (a restart). Every message is taken exactly
+ * once with every byte verified, nothing is rejected, and at the end no count is live, the
+ * limbo is empty, every peer entry is free and no file is left.
+ *
+ * <p>Consumers run {@value #LANES_DEFAULT} at a time by default. Each takes
+ * {@value #MESSAGES_PER_CONSUMER} messages; by its number it then
+ * <ul>
+ * <li>is SIGKILLed holding its last two (the producer must reclaim them),</li>
+ * <li>closes refshare with its last two still open (close gives them back), or</li>
+ * <li>closes everything and exits.</li>
+ * </ul>
+ * Counter files have {@value #PEERS} peer entries and {@value #SLOTS} slots, so files rotate
+ * and every file sees several times more consumers than it has entries.
+ *
+ * <p>CI runs {@value #CONSUMERS_DEFAULT} consumers. The longer run (5,000 consumers,
+ * {@code scripts/churn-long.sh}) sets {@code -Drefshare.churn.consumers=5000}.
+ */
+class ChurnTest {
+    static final int CONSUMERS_DEFAULT = 300;
+    static final int LANES_DEFAULT = 4;
+    static final int MESSAGES_PER_CONSUMER = 4;
+    static final int PEERS = 8;
+    static final int SLOTS = 64;
+    private static final String[] CHILD_JVM = {"-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"};
+
+    @RegisterExtension
+    final TempShm shm = new TempShm();
+
+    private final Map<Integer, AtomicInteger> taken = new ConcurrentHashMap<>();
+    private final Set<ChildJvm> running = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger nextMessage = new AtomicInteger();
+    private final AtomicLong retries = new AtomicLong();
+    private final AtomicInteger killedHolding = new AtomicInteger();
+
+    @Test
+    void oneProducerServesSuccessiveConsumersThatExitCleanlyOrAreKilled() throws Exception {
+        int consumers = Integer.getInteger("refshare.churn.consumers", CONSUMERS_DEFAULT);
+        int lanes = Integer.getInteger("refshare.churn.lanes", LANES_DEFAULT);
+        RefshareConfig config = shm.config().withPeersPerCounterFile(PEERS).withSlotsPerCounterFile(SLOTS);
+        long started = System.nanoTime();
+        try (Refshare producer = Refshare.open(config)) {
+            ExecutorService pool = Executors.newFixedThreadPool(lanes);
+            try {
+                List<Future<?>> work = new ArrayList<>();
+                for (int lane = 0; lane < lanes; lane++) {
+                    int first = lane;
+                    work.add(pool.submit(() -> {
+                        for (int c = first; c < consumers; c += lanes) {
+                            serve(producer, c);
+                        }
+                        return null;
+                    }));
+                }
+                long budget = Math.max(600, consumers * 3L);
+                for (Future<?> f : work) {
+                    try {
+                        f.get(budget, TimeUnit.SECONDS);
+                    } catch (TimeoutException e) {
+                        fail("the churn did not finish within " + budget + " s");
+                    }
+                }
+            } finally {
+                running.forEach(ChildJvm::kill);
+                pool.shutdownNow();
+            }
+            int sent = nextMessage.get();
+            assertEquals(consumers * MESSAGES_PER_CONSUMER, sent);
+            assertEquals(sent, taken.size(), "every message was taken");
+            taken.forEach((id, n) -> assertEquals(1, n.get(), "message " + id + " taken exactly once"));
+            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(30)), "the limbo empties: "
+                    + producer.stats().limboBlocks() + " blocks left");
+            assertEquals(0, producer.sharing().liveCounts(), "no count is live");
+            assertEquals(2L * killedHolding.get(), producer.stats().reclaimed(),
+                    "exactly the references the killed consumers held were reclaimed");
+            Eventually.await(() -> peerEntriesInUse(shm.directory()) == 0,
+                    "every peer entry is free (left or reclaimed)");
+            System.out.printf("churn: %d consumers (%d killed holding 2 messages), %d messages, %d receive retries"
+                            + " for a full peer table, %d counter files of %d peers, %.1f s%n", consumers,
+                    killedHolding.get(), sent, retries.get(), (sent + SLOTS - 1) / SLOTS, PEERS,
+                    (System.nanoTime() - started) / 1e9);
+        }
+        Janitor.sweep(shm.directory(), false); // the killed consumers' status and life files
+        assertEquals(List.of(), shm.files(), "no file left");
+    }
+
+    private void serve(Refshare producer, int consumer) {
+        ChildJvm child = ChildJvm.startWith(CHILD_JVM, ChurnConsumerMain.class, shm.path().toString());
+        running.add(child);
+        try {
+            child.expect("READY");
+            int ending = consumer % 3;
+            for (int m = 0; m < MESSAGES_PER_CONSUMER; m++) {
+                int id = nextMessage.getAndIncrement();
+                boolean keep = ending != 2 && m >= MESSAGES_PER_CONSUMER - 2;
+                byte[] message;
+                try (Tensor t = producer.allocateBytes(1024 + (id % 16) * 4096L)) {
+                    Patterns.fill(t.data(), id);
+                    message = producer.share(t);
+                } // the producer drops it at once: the block waits in the limbo for the consumer
+                child.send("MSG " + id + " " + id + " " + (keep ? 1 : 0) + " " + HexFormat.of().formatHex(message));
+                String[] answer = child.read().split(" ", 3);
+                assertEquals("TOOK", answer[0], "consumer " + consumer + ": " + String.join(" ", answer));
+                assertEquals(Integer.toString(id), answer[1]);
+                retries.addAndGet(Long.parseLong(answer[2]));
+                taken.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+            }
+            if (ending == 0) {
+                child.kill(); // SIGKILL holding two messages
+                killedHolding.incrementAndGet();
+            } else {
+                child.send("EXIT");
+                assertEquals("BYE", child.read());
+                assertEquals(0, child.waitFor());
+            }
+        } finally {
+            child.kill();
+            running.remove(child);
+        }
+    }
+
+    /** Peer entries in use across the producer's counter files, as any process can read them. */
+    private static int peerEntriesInUse(ShmDirectory dir) {
+        int used = 0;
+        try (var names = java.nio.file.Files.list(dir.path())) {
+            for (String name : names.map(p -> p.getFileName().toString()).toList()) {
+                if (dir.kindOf(name) == ShmKind.COUNTERS) {
+                    try (CounterFile f = CounterFile.open(dir, name)) {
+                        used += f.peersInUse();
+                    }
+                }
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return used;
+    }
+}
