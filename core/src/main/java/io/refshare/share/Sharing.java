@@ -344,19 +344,30 @@ public final class Sharing implements AutoCloseable {
 
     /**
      * Returns the reference of a message that will never be received (its queue closed, its
-     * receiver left). False when it was already received or returned: then nothing changes.
+     * receiver left). False when it was already received or returned, or the descriptor names
+     * another range than its token was handed out for: then nothing changes.
+     *
+     * @throws RefshareException when the counter file is unusable (damaged, gone)
      */
     public boolean cancel(Descriptor d) {
         int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
         CounterFile own = counterFiles.ownFile(d.counterFileName());
         if (own != null) {
-            return own.cancel(d.slot(), tag);
+            return cancel(own, d.slot(), tag);
         }
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
         try {
-            return counters.cancel(d.slot(), tag);
+            return cancel(counters, d.slot(), tag);
         } finally {
             receiveCache.unholdCounters(counters);
+        }
+    }
+
+    private static boolean cancel(CounterFile counters, int slot, int tag) {
+        try {
+            return counters.cancel(slot, tag);
+        } catch (InternalError e) {
+            throw new InvalidDataException(counters + " is damaged (truncated by another process?): " + e, e);
         }
     }
 
