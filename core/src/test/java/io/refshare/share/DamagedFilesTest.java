@@ -125,6 +125,35 @@ class DamagedFilesTest {
     }
 
     @Test
+    void allocationPressureStillCollectsAfterACounterFileWasQuarantined() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config().withCapacityBytes(16 << 20));
+             Refshare consumer = Refshare.open(shm.config())) {
+            Tensor before;
+            byte[] first;
+            try (Tensor t = producer.allocateBytes(1 << 20)) {
+                first = producer.share(t);
+                before = consumer.receive(first);
+            }
+            truncate(counterFileOf(first), 64); // under the collector, which sleeps on it
+            Thread.sleep(300);
+            assertCollectorAlive();
+            Tensor big;
+            try (Tensor t = producer.allocateBytes(10 << 20)) {
+                Patterns.fill(t.data(), 5);
+                byte[] second = producer.share(t);
+                assertNotEquals(counterFileOf(first), counterFileOf(second), "shared from a fresh file");
+                big = consumer.receive(second);
+            }
+            assertEquals(-1, Patterns.firstMismatch(big.data(), 5));
+            big.close();
+            try (Tensor again = producer.allocateBytes(10 << 20)) {
+                assertEquals(10 << 20, again.data().byteSize(), "the block from the fresh file was collected");
+            }
+            before.close();
+        }
+    }
+
+    @Test
     void aTruncatedStatusFileStopsNoReclamation() throws Exception {
         try (Refshare producer = Refshare.open(shm.config())) {
             truncate(ownFile(ShmKind.STATUS), 8);
