@@ -1,5 +1,6 @@
 package io.refshare;
 
+import io.refshare.counter.CounterFileLayout;
 import io.refshare.cuda.CudaConfig;
 import io.refshare.shm.ShmDirectory;
 
@@ -33,6 +34,11 @@ public record RefshareConfig(Path directory, String prefix, boolean groupAccess,
         }
         if (slotsPerCounterFile < 1 || peersPerCounterFile < 1) {
             throw new IllegalArgumentException("counter files need at least one slot and one peer");
+        }
+        if (slotsPerCounterFile > CounterFileLayout.MAX_SLOTS || peersPerCounterFile > CounterFileLayout.MAX_PEERS) {
+            throw new IllegalArgumentException("a counter file holds at most " + CounterFileLayout.MAX_SLOTS
+                    + " slots and " + CounterFileLayout.MAX_PEERS + " peers: " + slotsPerCounterFile + " slots, "
+                    + peersPerCounterFile + " peers asked");
         }
         Objects.requireNonNull(cuda, "cuda (use CudaConfig.defaults())");
     }
