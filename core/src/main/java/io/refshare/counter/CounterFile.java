@@ -10,9 +10,21 @@ import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.shm.Verdict;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.ObjIntConsumer;
+import java.util.stream.Stream;
 
 import static io.refshare.counter.CounterFileLayout.*;
 
@@ -417,7 +429,7 @@ public final class CounterFile implements AutoCloseable {
      * a use of freed memory. Each reclaimed peer with tokens is reported to {@code onReclaim}.
      * Returns the tokens released.
      */
-    public int reclaimDeadPeers(java.util.function.ObjIntConsumer<ProcessIdentity> onReclaim) {
+    public int reclaimDeadPeers(ObjIntConsumer<ProcessIdentity> onReclaim) {
         requireOwner();
         int count = 0;
         for (int peer = 0; peer < peerCapacity; peer++) {
@@ -455,14 +467,14 @@ public final class CounterFile implements AutoCloseable {
      * pid in the directory is locked. Gone when none is ALIVE or UNKNOWN.
      */
     private boolean registrantGone(long pid) {
-        String lifePrefix = LifeFile.name(directory, new ProcessIdentity(pid, 0)).substring(0,
-                directory.prefix().length() + 1 + ShmKind.LIFE.tag().length() + 1 + 16);
-        try (java.util.stream.Stream<java.nio.file.Path> names = java.nio.file.Files.list(directory.path())) {
+        String anyStart = LifeFile.name(directory, new ProcessIdentity(pid, 0));
+        String lifePrefix = anyStart.substring(0, anyStart.length() - 16); // the name ends with 16 hex digits of start
+        try (Stream<Path> names = Files.list(directory.path())) {
             return names.map(p -> p.getFileName().toString())
                     .filter(n -> n.startsWith(lifePrefix) && n.length() == lifePrefix.length() + 16)
                     .map(n -> lifeIdentity(pid, n.substring(lifePrefix.length())))
                     .allMatch(id -> id != null && directory.verdict(id) == Verdict.DEAD);
-        } catch (java.io.IOException | java.io.UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException e) {
             return false;
         }
     }
@@ -493,8 +505,8 @@ public final class CounterFile implements AutoCloseable {
     }
 
     /** The processes holding at least one token of this file now (alive or not). */
-    public java.util.Set<ProcessIdentity> currentHolders() {
-        java.util.BitSet peers = new java.util.BitSet();
+    public Set<ProcessIdentity> currentHolders() {
+        BitSet peers = new BitSet();
         int n = handedOut();
         for (int s = 0; s < n; s++) {
             int peer = CounterFileLayout.holder((long) LONG.getVolatile(mem, slotOffset(s)));
@@ -502,14 +514,14 @@ public final class CounterFile implements AutoCloseable {
                 peers.set(peer);
             }
         }
-        java.util.Set<ProcessIdentity> holders = new java.util.HashSet<>();
-        peers.stream().mapToObj(this::peerOrNull).filter(java.util.Objects::nonNull).forEach(holders::add);
+        Set<ProcessIdentity> holders = new HashSet<>();
+        peers.stream().mapToObj(this::peerOrNull).filter(Objects::nonNull).forEach(holders::add);
         return holders;
     }
 
     /** The processes registered in this file's peer table now (alive or not), in table order. */
-    public java.util.List<ProcessIdentity> holders() {
-        java.util.List<ProcessIdentity> list = new java.util.ArrayList<>();
+    public List<ProcessIdentity> holders() {
+        List<ProcessIdentity> list = new ArrayList<>();
         for (int peer = 0; peer < peerCapacity; peer++) {
             ProcessIdentity p = peerOrNull(peer);
             if (p != null) {
