@@ -64,6 +64,9 @@ public final class Libc {
     private static final MethodHandle PWRITE = LINKER.downcallHandle(LIBC.findOrThrow("pwrite"),
             FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_LONG), ERRNO);
+    private static final MethodHandle PREAD = LINKER.downcallHandle(LIBC.findOrThrow("pread"),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), ERRNO);
     private static final MethodHandle FCHMOD = LINKER.downcallHandle(LIBC.findOrThrow("fchmod"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO);
     private static final MethodHandle GETUID = LINKER.downcallHandle(LIBC.findOrThrow("getuid"),
@@ -160,6 +163,37 @@ public final class Libc {
                 }
                 done += n;
             }
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
+     * Reads up to {@code length} bytes at {@code offset} of the file (EINTR retried, a short
+     * read continued); fewer only at the end of the file.
+     */
+    public static byte[] pread(int fd, int length, long offset, String what) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            MemorySegment buffer = arena.allocate(Math.max(1, length));
+            long done = 0;
+            while (done < length) {
+                long n = (long) PREAD.invokeExact(state, fd, buffer.asSlice(done), length - done, offset + done);
+                if (n < 0) {
+                    int errno = (int) ERRNO_HANDLE.get(state, 0L);
+                    if (errno == EINTR) {
+                        continue;
+                    }
+                    throw new ErrnoException("pread(" + what + ")", errno);
+                }
+                if (n == 0) {
+                    break; // end of file
+                }
+                done += n;
+            }
+            return buffer.asSlice(0, done).toArray(ValueLayout.JAVA_BYTE);
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {

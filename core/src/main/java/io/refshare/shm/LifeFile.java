@@ -61,6 +61,20 @@ public final class LifeFile {
                 + HexFormat.of().toHexDigits(id.startTicks());
     }
 
+    /**
+     * The identity a life file's name carries (its last 32 hex digits: pid, then start
+     * ticks), or null when they cannot name a process.
+     */
+    static ProcessIdentity identityOf(String name) {
+        if (name.length() < 32) {
+            return null;
+        }
+        String hex = name.substring(name.length() - 32);
+        long pid = Long.parseUnsignedLong(hex, 0, 16, 16);
+        long start = Long.parseUnsignedLong(hex, 16, 32, 16);
+        return pid > 0 && pid <= Integer.MAX_VALUE && start >= 0 ? new ProcessIdentity(pid, start) : null;
+    }
+
     /** Takes this process's life lock in {@code dir}; idempotent and cheap once held. */
     static void hold(ShmDirectory dir) {
         Path path = dir.path().resolve(name(dir, ProcessIdentity.current()));

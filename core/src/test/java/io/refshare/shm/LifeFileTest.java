@@ -35,6 +35,26 @@ class LifeFileTest {
     }
 
     @Test
+    void leavingGivesTheLockUpOnlyOnceNoFileNamesThisProcess() {
+        ShmDirectory dir = shm.directory();
+        String life = LifeFile.name(dir, ProcessIdentity.current());
+        assertTrue(dir.leave(), "nothing held: nothing to give up");
+        ShmFile mine = dir.create(ShmKind.SEGMENT, 4096); // takes the lock first
+        assertEquals(List.of(life, mine.name()).stream().sorted().toList(), shm.files());
+        assertFalse(dir.leave(), "a file here still names this process as its owner");
+        assertEquals(Verdict.ALIVE, dir.verdict(ProcessIdentity.current()));
+        assertTrue(shm.files().contains(life), "the lock is kept");
+        mine.unlink();
+        mine.close();
+        assertTrue(dir.leave());
+        assertEquals(List.of(), shm.files(), "a process that left cleanly leaves no life file");
+        assertTrue(dir.leave(), "idempotent");
+        dir.holdLifeLock();
+        assertEquals(List.of(life), shm.files(), "taken again by the next record");
+        dir.releaseLifeLock();
+    }
+
+    @Test
     void aKilledHolderIsDeadAndItsFileCanThenBeRemoved() {
         ShmDirectory dir = shm.directory();
         try (ChildJvm child = ChildJvm.start(LifeHolderMain.class, shm.path().toString())) {
