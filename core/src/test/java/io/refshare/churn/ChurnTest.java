@@ -14,12 +14,17 @@ import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -28,6 +33,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -48,8 +54,9 @@ import static org.junit.jupiter.api.Assertions.*;
  * Counter files have {@value #PEERS} peer entries and {@value #SLOTS} slots, so files rotate
  * and every file sees several times more consumers than it has entries.
  *
- * <p>CI runs {@value #CONSUMERS_DEFAULT} consumers. The longer run (5,000 consumers,
- * {@code scripts/churn-long.sh}) sets {@code -Drefshare.churn.consumers=5000}.
+ * <p>Each message is handed to one consumer on its stdin. CI runs {@value #CONSUMERS_DEFAULT}
+ * consumers; the longer run ({@code scripts/churn-long.sh}) sets
+ * {@code -Drefshare.churn.consumers=5000}.
  */
 class ChurnTest {
     static final int CONSUMERS_DEFAULT = 300;
@@ -62,69 +69,66 @@ class ChurnTest {
     @RegisterExtension
     final TempShm shm = new TempShm();
 
-    private final Map<Integer, AtomicInteger> taken = new ConcurrentHashMap<>();
+    private final int consumers = Integer.getInteger("refshare.churn.consumers", CONSUMERS_DEFAULT);
+    private final int lanes = Integer.getInteger("refshare.churn.lanes", LANES_DEFAULT);
+    private final Map<Long, AtomicInteger> taken = new ConcurrentHashMap<>();
     private final Set<ChildJvm> running = ConcurrentHashMap.newKeySet();
     private final AtomicInteger nextMessage = new AtomicInteger();
     private final AtomicLong retries = new AtomicLong();
     private final AtomicInteger killedHolding = new AtomicInteger();
 
-    @Test
-    void oneProducerServesSuccessiveConsumersThatExitCleanlyOrAreKilled() throws Exception {
-        int consumers = Integer.getInteger("refshare.churn.consumers", CONSUMERS_DEFAULT);
-        int lanes = Integer.getInteger("refshare.churn.lanes", LANES_DEFAULT);
-        RefshareConfig config = shm.config().withPeersPerCounterFile(PEERS).withSlotsPerCounterFile(SLOTS);
-        long started = System.nanoTime();
-        try (Refshare producer = Refshare.open(config)) {
-            ExecutorService pool = Executors.newFixedThreadPool(lanes);
-            try {
-                List<Future<?>> work = new ArrayList<>();
-                for (int lane = 0; lane < lanes; lane++) {
-                    int first = lane;
-                    work.add(pool.submit(() -> {
-                        for (int c = first; c < consumers; c += lanes) {
-                            serve(producer, c);
-                        }
-                        return null;
-                    }));
-                }
-                long budget = Math.max(600, consumers * 3L);
-                for (Future<?> f : work) {
-                    try {
-                        f.get(budget, TimeUnit.SECONDS);
-                    } catch (TimeoutException e) {
-                        fail("the churn did not finish within " + budget + " s");
-                    }
-                }
-            } finally {
-                running.forEach(ChildJvm::kill);
-                pool.shutdownNow();
-            }
-            int sent = nextMessage.get();
-            assertEquals(consumers * MESSAGES_PER_CONSUMER, sent);
-            assertEquals(sent, taken.size(), "every message was taken");
-            taken.forEach((id, n) -> assertEquals(1, n.get(), "message " + id + " taken exactly once"));
-            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(30)), "the limbo empties: "
-                    + producer.stats().limboBlocks() + " blocks left");
-            assertEquals(0, producer.sharing().liveCounts(), "no count is live");
-            assertEquals(2L * killedHolding.get(), producer.stats().reclaimed(),
-                    "exactly the references the killed consumers held were reclaimed");
-            Eventually.await(() -> peerEntriesInUse(shm.directory()) == 0,
-                    "every peer entry is free (left or reclaimed)");
-            System.out.printf("churn: %d consumers (%d killed holding 2 messages), %d messages, %d receive retries"
-                            + " for a full peer table, %d counter files of %d peers, %.1f s%n", consumers,
-                    killedHolding.get(), sent, retries.get(), (sent + SLOTS - 1) / SLOTS, PEERS,
-                    (System.nanoTime() - started) / 1e9);
-        }
-        Janitor.sweep(shm.directory(), false); // the killed consumers' status and life files
-        assertEquals(List.of(), shm.files(), "no file left");
+    private interface Consumer {
+        void serve(int number) throws Exception;
     }
 
-    private void serve(Refshare producer, int consumer) {
-        ChildJvm child = ChildJvm.startWith(CHILD_JVM, ChurnConsumerMain.class, shm.path().toString());
-        running.add(child);
+    @Test
+    void consumersComeAndGoForDirectHandOffs() throws Exception {
+        long started = System.nanoTime();
+        int direct = consumers;
+        try (Refshare producer = Refshare.open(config())) {
+            runLanes(direct, n -> serveDirectly(n, producer));
+            checkTheEnd(producer, direct * MESSAGES_PER_CONSUMER, started, "direct");
+        }
+        sweepAndCheckNothingLeft();
+    }
+
+    private RefshareConfig config() {
+        return shm.config().withPeersPerCounterFile(PEERS).withSlotsPerCounterFile(SLOTS);
+    }
+
+    private void runLanes(int count, Consumer consumer) throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(lanes);
+        try {
+            List<Future<?>> work = new ArrayList<>();
+            for (int lane = 0; lane < lanes; lane++) {
+                int first = lane;
+                work.add(pool.submit((Callable<Void>) () -> {
+                    for (int c = first; c < count; c += lanes) {
+                        consumer.serve(c);
+                    }
+                    return null;
+                }));
+            }
+            long budget = Math.max(600, count * 3L);
+            for (Future<?> f : work) {
+                try {
+                    f.get(budget, TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    fail("the churn did not finish within " + budget + " s");
+                }
+            }
+        } finally {
+            running.forEach(ChildJvm::kill);
+            pool.shutdownNow();
+        }
+    }
+
+    /** A consumer gets each message on its stdin, and is killed, closes or exits. */
+    private void serveDirectly(int number, Refshare producer) {
+        ChildJvm child = start(ChurnConsumerMain.class, shm.path().toString());
         try {
             child.expect("READY");
-            int ending = consumer % 3;
+            int ending = number % 3;
             for (int m = 0; m < MESSAGES_PER_CONSUMER; m++) {
                 int id = nextMessage.getAndIncrement();
                 boolean keep = ending != 2 && m >= MESSAGES_PER_CONSUMER - 2;
@@ -135,29 +139,67 @@ class ChurnTest {
                 } // the producer drops it at once: the block waits in the limbo for the consumer
                 child.send("MSG " + id + " " + id + " " + (keep ? 1 : 0) + " " + HexFormat.of().formatHex(message));
                 String[] answer = child.read().split(" ", 3);
-                assertEquals("TOOK", answer[0], "consumer " + consumer + ": " + String.join(" ", answer));
+                assertEquals("TOOK", answer[0], "consumer " + number + ": " + String.join(" ", answer));
                 assertEquals(Integer.toString(id), answer[1]);
-                retries.addAndGet(Long.parseLong(answer[2]));
-                taken.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+                took(id, Long.parseLong(answer[2]));
             }
-            if (ending == 0) {
-                child.kill(); // SIGKILL holding two messages
-                killedHolding.incrementAndGet();
-            } else {
-                child.send("EXIT");
-                assertEquals("BYE", child.read());
-                assertEquals(0, child.waitFor());
-            }
+            end(child, ending);
         } finally {
-            child.kill();
-            running.remove(child);
+            stop(child);
         }
+    }
+
+    private ChildJvm start(Class<?> main, String... args) {
+        ChildJvm child = ChildJvm.startWith(CHILD_JVM, main, args);
+        running.add(child);
+        return child;
+    }
+
+    private void stop(ChildJvm child) {
+        child.kill();
+        running.remove(child);
+    }
+
+    private void took(long id, long retriesForIt) {
+        retries.addAndGet(retriesForIt);
+        taken.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+    }
+
+    private void end(ChildJvm child, int ending) {
+        if (ending == 0) {
+            child.kill(); // SIGKILL holding two messages
+            killedHolding.incrementAndGet();
+        } else {
+            child.send("EXIT");
+            assertEquals("BYE", child.read());
+            assertEquals(0, child.waitFor());
+        }
+    }
+
+    private void checkTheEnd(Refshare producer, int total, long started, String how) throws Exception {
+        assertEquals(total, taken.size(), "every message was taken");
+        taken.forEach((id, n) -> assertEquals(1, n.get(), "message " + id + " taken exactly once"));
+        assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(30)), "the limbo empties: "
+                + producer.stats().limboBlocks() + " blocks left");
+        assertEquals(0, producer.sharing().liveCounts(), "no count is live");
+        assertEquals(2L * killedHolding.get(), producer.stats().reclaimed(),
+                "exactly the references the killed consumers held were reclaimed");
+        Eventually.await(() -> peerEntriesInUse(shm.directory()) == 0, "every peer entry is free (left or reclaimed)");
+        System.out.printf("churn (%s): %d consumers (%d killed holding 2 messages), %d messages, %d take/receive"
+                        + " retries for a full peer table, counter files of %d peers and %d slots, %.1f s%n", how,
+                taken.size() / MESSAGES_PER_CONSUMER, killedHolding.get(), total, retries.get(), PEERS, SLOTS,
+                (System.nanoTime() - started) / 1e9);
+    }
+
+    private void sweepAndCheckNothingLeft() throws IOException {
+        Janitor.sweep(shm.directory(), false); // the killed consumers' status and life files
+        assertEquals(List.of(), shm.files(), "no file left");
     }
 
     /** Peer entries in use across the producer's counter files, as any process can read them. */
     private static int peerEntriesInUse(ShmDirectory dir) {
         int used = 0;
-        try (var names = java.nio.file.Files.list(dir.path())) {
+        try (Stream<Path> names = Files.list(dir.path())) {
             for (String name : names.map(p -> p.getFileName().toString()).toList()) {
                 if (dir.kindOf(name) == ShmKind.COUNTERS) {
                     try (CounterFile f = CounterFile.open(dir, name)) {
@@ -165,8 +207,8 @@ class ChurnTest {
                     }
                 }
             }
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
         return used;
     }
