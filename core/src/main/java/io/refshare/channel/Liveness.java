@@ -1,6 +1,7 @@
 package io.refshare.channel;
 
-import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.Verdict;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -8,29 +9,32 @@ import java.nio.file.Path;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Decides whether a participant is dead, for recovery only. A wrong "dead" would hand a
- * live claimant's cell to someone else, so death needs positive evidence: the pid's
- * /proc entry confirmed absent, or present with another start time (a reused pid). A
- * process we merely cannot read counts as alive, and so does one in another PID
- * namespace (a container sharing /dev/shm but not its pids: its pid names nothing here).
- * "Alive" answers are cached briefly, so a stream of waiters polling for recovery does
- * not read /proc for every attempt.
+ * Decides whether a participant is dead, for recovery and for "every producer is gone".
+ * A wrong "dead" would hand a live claimant's cell to someone else, so only the
+ * directory's {@link Verdict#DEAD} counts: the kernel's evidence that nobody holds the
+ * life lock of that identity, valid across PID namespaces sharing the directory (a
+ * container's process is judged through its life file like any other). {@link
+ * Verdict#UNKNOWN} counts as alive. Answers other than "dead" are cached briefly, so a
+ * stream of waiters polling for recovery does not open life files for every attempt.
  */
 final class Liveness {
     static final long ALIVE_CACHE_NANOS = 100_000_000L;
     private static final int MAX_CACHED = 1024;
     private static final long OWN_PID_NAMESPACE = readPidNamespace();
 
+    private final ShmDirectory dir;
     private final ConcurrentHashMap<Long, Long> aliveUntil = new ConcurrentHashMap<>();
 
-    /** The inode of this process's PID namespace, or 0 when it cannot be read. */
-    static long ownPidNamespace() {
-        return OWN_PID_NAMESPACE;
+    Liveness(ShmDirectory dir) {
+        this.dir = dir;
     }
 
-    /** True when a participant's recorded namespace is ours, so its pid can be looked up here. */
-    static boolean sameNamespace(long pidNamespace) {
-        return pidNamespace != 0 && pidNamespace == OWN_PID_NAMESPACE;
+    /**
+     * The inode of this process's PID namespace, or 0 when it cannot be read: recorded in
+     * the participant table for inspection only (liveness no longer depends on it).
+     */
+    static long ownPidNamespace() {
+        return OWN_PID_NAMESPACE;
     }
 
     /** {@code fresh}: ignore a cached "alive", for a verdict that must be up to date. */
@@ -43,10 +47,7 @@ final class Liveness {
         if (ShmQueueLayout.namesNoProcess(packedIdentity)) {
             return true; // garbage in the table: no process has pid 0, so nobody can be harmed
         }
-        ProcessIdentity id = ShmQueueLayout.unpackIdentity(packedIdentity);
-        boolean dead = ProcessIdentity.of(id.pid())
-                .map(current -> !current.equals(id))
-                .orElseGet(() -> Files.notExists(Path.of("/proc", Long.toString(id.pid()))));
+        boolean dead = dir.verdict(ShmQueueLayout.unpackIdentity(packedIdentity)) == Verdict.DEAD;
         if (dead) {
             aliveUntil.remove(packedIdentity);
         } else {
@@ -65,7 +66,7 @@ final class Liveness {
             int close = link.indexOf(']');
             return open >= 0 && close > open ? Long.parseLong(link.substring(open + 1, close)) : 0;
         } catch (IOException | UnsupportedOperationException | NumberFormatException | SecurityException e) {
-            return 0; // recovery then judges nobody dead: safe, if less helpful
+            return 0;
         }
     }
 }

@@ -63,6 +63,35 @@ final class Participants {
         return (long) LONG.getVolatile(mem, entryOffset(index) + PARTICIPANT_PID_NAMESPACE);
     }
 
+    /** The roles an entry recorded ({@link ShmQueueLayout#ROLE_PRODUCER}, {@link ShmQueueLayout#ROLE_CONSUMER}). */
+    int role(int index) {
+        return (int) INT.getVolatile(mem, entryOffset(index) + PARTICIPANT_ROLE);
+    }
+
+    /**
+     * True when an attached entry other than {@code self} recorded one of {@code roles}
+     * (entries being reclaimed, or naming no process, are not attached).
+     */
+    boolean anyOtherWithRole(int self, int roles) {
+        for (int i = 0; i < capacity(); i++) {
+            long word = identityWord(i);
+            if (i != self && word != 0 && !isReclaimMark(word) && !namesNoProcess(word) && (role(i) & roles) != 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** True when an entry other than {@code self} holds exactly {@code packedIdentity}. */
+    boolean anyOtherNaming(int self, long packedIdentity) {
+        for (int i = 0; i < capacity(); i++) {
+            if (i != self && identityWord(i) == packedIdentity) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     void addRole(int index, int role) {
         INT.getAndBitwiseOr(mem, entryOffset(index) + PARTICIPANT_ROLE, role);
     }

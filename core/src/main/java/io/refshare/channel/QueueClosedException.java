@@ -3,10 +3,12 @@ package io.refshare.channel;
 import io.refshare.RefshareException;
 
 /**
- * The queue takes no more messages (it was marked closed), has none left to give (closed
- * and drained), or this process's handle to it was closed.
+ * The queue takes no more messages (its stream was ended), has none left to give (ended
+ * and drained), or this process's handle to it was closed. {@link ProducersGoneException}
+ * tells that the stream ended because every producer died rather than by a producer's
+ * decision.
  */
-public final class QueueClosedException extends RefshareException {
+public class QueueClosedException extends RefshareException {
     public QueueClosedException(String message) {
         super(message);
     }

@@ -12,7 +12,8 @@ import java.util.List;
  * @param offered   messages published, ever, by every participant (departed ones included)
  * @param taken     messages handed to a consumer, ever
  * @param rejected  cells skipped because their length field was impossible (hostile or corrupt writer)
- * @param closed    true once {@link ShmQueue#markClosed()} was called by anyone
+ * @param closed    true once the stream ended: {@link ShmQueue#markClosed()} by anyone, the creator's close,
+ *                  or the death of every producer (see {@link ProducersGoneException})
  * @param owner     the process that created the queue
  */
 public record QueueStats(String name, int capacity, int maxMessageBytes, int size, long offered, long taken,

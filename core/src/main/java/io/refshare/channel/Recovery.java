@@ -28,9 +28,18 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * (read after the cell word, so it is the identity of the cell's claimant or a later
  * one, in which case the cell word read is stale and the compare-and-set fails). Two
  * processes repairing at once: one compare-and-set wins. The dead process cannot race:
- * it is dead. A live claimant is never touched, because death needs positive evidence
- * ({@link Liveness}), and a participant of another PID namespace (a container sharing
- * /dev/shm) is never judged at all: its cells wait for a process of its own namespace.
+ * it is dead. A live claimant is never touched, because death needs the kernel's evidence
+ * ({@link Liveness}: nobody holds the claimant's life lock). That evidence holds across
+ * PID namespaces sharing the directory, so a participant in another container is
+ * judged, and its dead claims repaired, like any other; one whose state is unknown
+ * counts as alive.
+ * <p>
+ * A READING cell whose claimant is {@link ShmQueueLayout#RETURNED} was given back by a
+ * live consumer that could not take the message (a resource limit): it is treated
+ * exactly like a dead consumer's READING cell, adopted or republished by one
+ * compare-and-set. Such cells are looked for only when the header's give-back count
+ * moved since this handle's last scan that found none, so a queue where nothing was
+ * given back costs no scan.
  * <p>
  * Republishing at FULL(p + capacity) keeps every invariant of the cell protocol: no
  * producer can have claimed {@code p + capacity} (its cell was not FREE for it), the
@@ -57,6 +66,8 @@ final class Recovery {
     private final QueueSignal notEmpty;
     private final QueueSignal notFull;
     private final long me;
+    /** The give-back count at the start of this handle's last scan that found no returned cell. */
+    private volatile long givenBackScanned;
 
     Recovery(MemorySegment mem, Geometry geometry, Participants participants, Liveness liveness,
             QueueSignal notEmpty, QueueSignal notFull, long packedSelf) {
@@ -75,6 +86,8 @@ final class Recovery {
      * {@code fresh}: ask /proc now rather than trust a recent "alive".
      */
     Adopted sweep(Role role, int self, boolean fresh) {
+        long givenBack = (long) LONG.getVolatile(mem, GIVEN_BACK_OFFSET);
+        boolean lookForReturned = givenBack != givenBackScanned;
         int n = participants.capacity();
         long[] dead = null; // the identity word judged dead, per entry; 0 = not dead
         boolean deadClaimants = false;
@@ -89,16 +102,26 @@ final class Recovery {
                 if (reclaimer != me && liveness.isDead(reclaimer, fresh)) {
                     dead = note(dead, n, i, word);
                 }
-            } else if (Liveness.sameNamespace(participants.pidNamespace(i)) && liveness.isDead(word, fresh)) {
+            } else if (liveness.isDead(word, fresh)) {
                 dead = note(dead, n, i, word);
                 deadClaimants = true;
             }
         }
-        if (dead == null) {
+        if (dead == null && !lookForReturned) {
             return null;
         }
         boolean[] stillHolds = new boolean[n];
-        Adopted adopted = deadClaimants ? repairCells(dead, stillHolds, role, self) : null;
+        Adopted adopted = null;
+        if (deadClaimants || lookForReturned) {
+            boolean[] returnedLeft = new boolean[1];
+            adopted = repairCells(dead == null ? new long[n] : dead, stillHolds, returnedLeft, role, self);
+            if (!returnedLeft[0] && adopted == null) {
+                givenBackScanned = givenBack; // none seen: no need to look again until someone gives one back
+            }
+        }
+        if (dead == null) {
+            return adopted;
+        }
         for (int i = 0; i < n; i++) {
             if (dead[i] != 0 && !stillHolds[i]) {
                 participants.reclaim(i, dead[i], me, notEmpty, notFull);
@@ -107,7 +130,7 @@ final class Recovery {
         return adopted;
     }
 
-    private Adopted repairCells(long[] dead, boolean[] stillHolds, Role role, int self) {
+    private Adopted repairCells(long[] dead, boolean[] stillHolds, boolean[] returnedLeft, Role role, int self) {
         int capacity = geometry.capacity();
         Adopted adopted = null;
         for (int c = 0; c < capacity; c++) {
@@ -119,8 +142,9 @@ final class Recovery {
                     break;
                 }
                 int claimant = claimant(word);
-                if (claimant >= dead.length || dead[claimant] == 0 || isReclaimMark(dead[claimant])
-                        || participants.identityWord(claimant) != dead[claimant]) {
+                boolean returned = state == READING && claimant == RETURNED;
+                if (!returned && (claimant >= dead.length || dead[claimant] == 0 || isReclaimMark(dead[claimant])
+                        || participants.identityWord(claimant) != dead[claimant])) {
                     break;
                 }
                 long p = position(word);
@@ -141,7 +165,11 @@ final class Recovery {
                         break;
                     }
                 } else {
-                    stillHolds[claimant] = true;
+                    if (returned) {
+                        returnedLeft[0] = true;
+                    } else {
+                        stillHolds[claimant] = true;
+                    }
                     break;
                 }
                 // the compare-and-set lost to another repair: look at the cell again

@@ -2,6 +2,7 @@ package io.refshare.channel;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareException;
+import io.refshare.ResourceLimitException;
 import io.refshare.tensor.Tensor;
 import io.refshare.wire.DescriptorCodec;
 
@@ -15,34 +16,72 @@ import java.util.concurrent.atomic.LongAdder;
  * (counting one reference), {@code take} receives it in another process (mapping the same
  * memory). Each message goes to exactly one consumer. Thread-safe.
  *
+ * <h2>The stream</h2>
+ * Ending the stream is the producer side's decision alone. Consumers may leave and join
+ * at any time: a consumer's {@link #close()} ends nothing and returns nothing, the
+ * messages queued wait for the next consumer (a rolling restart of workers loses nothing).
+ * The producer side is the queue's creator and every handle that has offered.
+ * <table>
+ * <caption>States of a queue's stream</caption>
+ * <tr><th>State</th><th>Entered by</th><th>{@code put} / {@code offer}</th>
+ *     <th>{@code take} / {@code poll}</th><th>{@code close}</th></tr>
+ * <tr><td>OPEN</td><td>{@link #create}</td>
+ *     <td>publish; when full, {@code put} waits and {@code offer} times out, also while no
+ *     consumer is attached</td>
+ *     <td>the next message; wait while empty</td>
+ *     <td>detaches; see below for the creator and the last producer</td></tr>
+ * <tr><td>ENDED by a producer</td><td>{@link #endOfStream()} of any handle, the creator's
+ *     {@link #close()}, the last producer-side close with no consumer attached</td>
+ *     <td>{@link QueueClosedException}</td>
+ *     <td>the messages left, then {@link QueueClosedException}</td>
+ *     <td>detaches</td></tr>
+ * <tr><td>ENDED by the producers' death</td><td>a consumer that finds the queue empty,
+ *     the creator DEAD and no producer attached that is alive or of unknown state (checked
+ *     at least every 200 ms while waiting, so {@code take} ends within about a second);
+ *     see {@link io.refshare.shm.Verdict}</td>
+ *     <td>{@link QueueClosedException}</td>
+ *     <td>{@link ProducersGoneException} (a {@link QueueClosedException}), once drained</td>
+ *     <td>detaches</td></tr>
+ * </table>
+ * Consumers that were attached keep draining an ended queue; its creator's close also
+ * removes the queue's name, so no new handle can open it.
+ *
  * <h2>Counts</h2>
- * A put that fails (timeout, closed queue) returns its reference at once. Messages still
- * queued when the last consumer leaves, or when the queue is closed and drained, have
- * their references returned too, so the producer's memory comes back. A message that
- * cannot be received (garbage, a sender lying about its identity, already received) is
- * rejected, logged and counted in {@link #rejected()}; the queue goes on serving.
+ * A put that fails (timeout, ended stream) returns its reference at once. The last
+ * producer-side handle to close, if it finds no consumer attached, ends the stream and
+ * returns the references of every message still queued, so the producers' memory comes
+ * back; with a consumer attached they stay for it. A message that cannot be received
+ * (garbage, a sender lying about its identity, already received) is rejected, logged (at
+ * most one warning per 10 s, with the count of those left out) and counted in
+ * {@link #rejected()}; the queue goes on serving. A message this process cannot take
+ * because a fixed resource is exhausted ({@link ResourceLimitException}, e.g. every peer
+ * entry of the sender's counter file held) is given back to the queue unconsumed, for
+ * another consumer, and the exception is thrown to the caller of take/poll.
  *
  * <h2>Closing</h2>
- * <ul>
- * <li>{@link #endOfStream()}: no more puts, from anyone; consumers take what is left and
- * then {@link #take()} throws {@link QueueClosedException}.</li>
- * <li>{@link #close()} detaches this process. The creator's close also ends the stream
- * and removes the queue's name (consumers still attached finish the remaining messages).
- * If no other consumer is attached, the close ends the stream and returns the references
- * of every message left. Idempotent; blocked calls of this handle fail with
- * {@link QueueClosedException}.</li>
- * </ul>
+ * {@link #close()} detaches this process; idempotent; blocked calls of this handle fail
+ * with {@link QueueClosedException}. The creator's close ends the stream (consumers still
+ * attached finish the remaining messages).
  */
 public final class ShareQueue implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ShareQueue.class.getName());
+    /**
+     * Rejected messages a poll still skips after its deadline, so a poll(0) behind a few
+     * bad messages finds the good one after them; a run of failures longer than this (a
+     * damaged queue failing every attempt) ends the poll at its deadline.
+     */
+    private static final int REJECTIONS_PAST_DEADLINE = 16;
+    /** Pause between attempts once a poll has met that many rejections in a row. */
+    private static final long PAUSE_AFTER_REJECTIONS_NANOS = 5_000_000L;
 
     private final Refshare refshare;
     private final ShmQueue queue;
     private final boolean creator;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder rejected = new LongAdder();
-    /** This handle has polled, so the queue counts it among the consumers. */
-    private volatile boolean polled;
+    private final RepeatedWarning rejections = new RepeatedWarning(LOG, RepeatedWarning.INTERVAL_NANOS);
+    /** This handle has offered, so it is on the producer side. */
+    private volatile boolean offered;
 
     private ShareQueue(Refshare refshare, ShmQueue queue, boolean creator) {
         this.refshare = refshare;
@@ -77,6 +116,7 @@ public final class ShareQueue implements AutoCloseable {
 
     /** Like {@link #put}, giving up after {@code timeout}; false (and nothing counted) when it did. */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
+        offered = true;
         byte[] message = refshare.share(tensor);
         boolean sent = false;
         try {
@@ -89,7 +129,14 @@ public final class ShareQueue implements AutoCloseable {
         }
     }
 
-    /** The next tensor, waiting for one; throws {@link QueueClosedException} at the end of the stream. */
+    /**
+     * The next tensor, waiting for one.
+     *
+     * @throws QueueClosedException at the end of the stream, once drained ({@link ProducersGoneException}
+     *         when it ended because every producer died)
+     * @throws ResourceLimitException if the message could not be taken for a resource limit; it was given
+     *         back to the queue for another consumer
+     */
     public Tensor take() throws InterruptedException {
         Tensor t;
         do {
@@ -98,10 +145,15 @@ public final class ShareQueue implements AutoCloseable {
         return t;
     }
 
-    /** The next tensor, or null after {@code timeout}; throws {@link QueueClosedException} at the end of the stream. */
+    /**
+     * The next tensor, or null after {@code timeout}: returned by then whatever happens in
+     * the queue, damaged cells included (past the deadline it only skips up to
+     * {@value #REJECTIONS_PAST_DEADLINE} more rejected messages, each a quick failure).
+     * Throws as {@link #take()}.
+     */
     public Tensor poll(long timeout, TimeUnit unit) throws InterruptedException {
-        polled = true;
-        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        long deadline = System.nanoTime() + Math.max(0, unit.toNanos(timeout));
+        int rejectedHere = 0;
         while (true) {
             long left = deadline - System.nanoTime();
             try {
@@ -109,16 +161,25 @@ public final class ShareQueue implements AutoCloseable {
                 // before taking the reference, another consumer gets the message; after, the
                 // reference is attributed to this process and reclaimed by the producer
                 return queue.poll(Math.max(0, left), TimeUnit.NANOSECONDS, refshare::receive);
-            } catch (QueueClosedException e) {
-                throw e;
+            } catch (QueueClosedException | ResourceLimitException e) {
+                throw e; // the end of the stream, or a message given back: not a rejection
             } catch (RefshareException e) {
                 rejected.increment();
-                LOG.log(System.Logger.Level.WARNING, "{0}: rejected a message: {1}", queue.name(), e.getMessage());
+                rejections.warn(queue.name() + ": rejected a message: " + e.getMessage());
+                rejectedHere++;
+            }
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0 && rejectedHere >= REJECTIONS_PAST_DEADLINE) {
+                return null; // every attempt failed until the deadline: the timeout still holds
+            }
+            if (rejectedHere >= REJECTIONS_PAST_DEADLINE && remaining > 0) {
+                // a long run of failures: a damaged queue, most likely; do not burn a CPU on it
+                TimeUnit.NANOSECONDS.sleep(Math.min(remaining, PAUSE_AFTER_REJECTIONS_NANOS));
             }
         }
     }
 
-    /** No more puts from anyone; consumers drain what is left. Idempotent. */
+    /** Ends the stream: no more puts from anyone; consumers drain what is left. Idempotent. */
     public void endOfStream() {
         queue.markClosed();
     }
@@ -139,13 +200,11 @@ public final class ShareQueue implements AutoCloseable {
             return;
         }
         try {
-            // attached handles that consume, or may yet (they have not offered); ours is among them if we polled
-            long consumers = queue.stats().participants().stream().filter(p -> p.consumer() || !p.producer()).count();
-            boolean lastConsumer = consumers <= (polled ? 1 : 0);
-            if (creator || lastConsumer) {
+            if (creator) {
                 queue.markClosed();
             }
-            if (lastConsumer) {
+            if ((creator || offered) && queue.lastProducerWithoutConsumer()) {
+                queue.markClosed(); // nobody is left to put, nobody is there to take
                 int returned = queue.drain(this::returnUndelivered);
                 if (returned > 0) {
                     LOG.log(System.Logger.Level.DEBUG, "{0}: returned {1} undelivered messages", queue.name(), returned);

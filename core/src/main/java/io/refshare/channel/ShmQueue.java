@@ -1,7 +1,7 @@
 package io.refshare.channel;
 
 import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
+import io.refshare.ResourceLimitException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
@@ -37,9 +37,18 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * dead (see {@code Recovery}): an unpublished claim is skipped, a message claimed but not
  * returned by the dead consumer's poll is delivered to another consumer. So a published
  * message is delivered exactly once unless the consumer process dies after its poll
- * returned it, which no queue can tell apart from a slow application. Processes in other
- * PID namespaces (containers sharing /dev/shm) are never judged dead from here, so their
- * crashes are repaired only by participants of their own namespace.
+ * returned it, which no queue can tell apart from a slow application. A claimant is judged
+ * dead only on the kernel's evidence (its life lock in the directory is free, see
+ * {@link io.refshare.shm.Verdict}), which holds across PID namespaces sharing /dev/shm:
+ * a crashed participant in another container is repaired like any other, a live one
+ * is never touched, and one whose state cannot be known counts as alive.
+ *
+ * <p>The stream: {@link #markClosed()} (and the creator's close) ends it by a producer's
+ * decision (closed flag 1). A consumer that finds the queue empty checks, at most every
+ * {@value #PRODUCERS_CHECK_MILLIS} ms per handle, whether every producer is dead (the
+ * creator DEAD and no attached participant that offered alive or unknown) and then ends it
+ * by their death (flag 2): polls report {@link ProducersGoneException} once drained. A
+ * handle's close never ends the stream, except the creator's.
  *
  * <h2>Implementation notes</h2>
  * The core is Dmitry Vyukov's bounded MPMC array queue, with the claim moved into the
@@ -103,6 +112,19 @@ public final class ShmQueue implements AutoCloseable {
     /** Spins between clock reads, and (after {@link #SPIN_ONLY_NANOS}) between yields. */
     private static final int SPINS_PER_CHECK = 16;
     private static final long SLEEP_SLICE_NANOS = 50_000_000;
+    /**
+     * How often a waiting consumer that finds the queue empty asks whether every producer
+     * is dead (the creator's life lock and every attached producer's): the stream's end by
+     * their death is seen within this plus a sleep slice.
+     */
+    static final long PRODUCERS_CHECK_MILLIS = 200;
+    private static final long PRODUCERS_CHECK_NANOS = PRODUCERS_CHECK_MILLIS * 1_000_000L;
+    /**
+     * A claim loop reads the clock every this many rounds: a round that does not answer
+     * lost a race (someone else claimed or moved a hint), which in a sound queue means
+     * progress elsewhere; this many in a row only a writer scribbling on the file causes.
+     */
+    private static final int CLAIM_ROUNDS_PER_CLOCK_READ = 256;
 
     static final long NO_ROOM = -1;
     static final long EMPTY = -1;
@@ -115,7 +137,9 @@ public final class ShmQueue implements AutoCloseable {
     private final int maxMessageBytes;
     private final boolean creator;
     private final ProcessIdentity owner;
+    private final long packedOwner;
     private final Participants participants;
+    private final Liveness liveness;
     private final QueueSignal notEmpty;
     private final QueueSignal notFull;
     private final Recovery recovery;
@@ -125,11 +149,12 @@ public final class ShmQueue implements AutoCloseable {
 
     private final AtomicInteger inFlight = new AtomicInteger();
     private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
+    private final AtomicLong nextProducersCheck = new AtomicLong(System.nanoTime());
     private volatile boolean detaching;
     private boolean detached;
     private int rolesRecorded;
 
-    private ShmQueue(ShmFile file, Geometry geometry, boolean creator, ProcessIdentity owner) {
+    private ShmQueue(ShmDirectory dir, ShmFile file, Geometry geometry, boolean creator, ProcessIdentity owner) {
         this.file = file;
         this.mem = file.segment();
         this.geometry = geometry;
@@ -137,20 +162,23 @@ public final class ShmQueue implements AutoCloseable {
         this.maxMessageBytes = geometry.maxMessageBytes();
         this.creator = creator;
         this.owner = owner;
+        this.packedOwner = packIdentity(owner);
         this.me = packIdentity(ProcessIdentity.current());
         this.participants = new Participants(mem, geometry);
         this.notEmpty = new QueueSignal(mem, NOT_EMPTY_SEQ_OFFSET, CONSUMERS_SLEEPING_OFFSET,
                 PARTICIPANT_CONSUMERS_SLEEPING);
         this.notFull = new QueueSignal(mem, NOT_FULL_SEQ_OFFSET, PRODUCERS_SLEEPING_OFFSET,
                 PARTICIPANT_PRODUCERS_SLEEPING);
-        this.recovery = new Recovery(mem, geometry, participants, new Liveness(), notEmpty, notFull, me);
+        this.liveness = new Liveness(dir);
+        this.recovery = new Recovery(mem, geometry, participants, liveness, notEmpty, notFull, me);
+        dir.holdLifeLock(); // before our identity is recorded in the table: others judge it by that lock
         int index = participants.tryRegister(me, Liveness.ownPidNamespace());
         if (index < 0) {
             recovery.sweep(Recovery.Role.JANITOR, -1, true);
             index = participants.tryRegister(me, Liveness.ownPidNamespace());
         }
         if (index < 0) {
-            throw new RefshareException("queue " + file.path() + " has all " + geometry.participantCapacity()
+            throw new ResourceLimitException("queue " + file.path() + " has all " + geometry.participantCapacity()
                     + " participant entries held by live handles; close unused handles or create the queue with more");
         }
         this.self = index;
@@ -182,7 +210,7 @@ public final class ShmQueue implements AutoCloseable {
         ShmFile f = dir.create(ShmKind.QUEUE, geometry.fileLength());
         try {
             geometry.initialize(f.segment(), me, firstPosition);
-            return new ShmQueue(f, geometry, true, me);
+            return new ShmQueue(dir, f, geometry, true, me);
         } catch (RuntimeException e) {
             f.unlink();
             f.close();
@@ -195,7 +223,7 @@ public final class ShmQueue implements AutoCloseable {
         ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH);
         try {
             Geometry g = Geometry.read(f.segment(), f.size(), f.path().toString());
-            return new ShmQueue(f, g, false, ownerOf(f.segment()));
+            return new ShmQueue(dir, f, g, false, ownerOf(f.segment()));
         } catch (RuntimeException e) {
             f.close();
             throw e;
@@ -250,11 +278,12 @@ public final class ShmQueue implements AutoCloseable {
         enter();
         try {
             recordRole(ROLE_PRODUCER);
-            if (tryOffer(message)) {
+            long now = System.nanoTime();
+            if (tryOffer(message, now)) {
                 return true;
             }
             maybeSweep(Recovery.Role.PRODUCER);
-            return tryOffer(message);
+            return tryOffer(message, now);
         } finally {
             exit();
         }
@@ -270,17 +299,18 @@ public final class ShmQueue implements AutoCloseable {
      */
     public boolean offer(byte[] message, long timeout, TimeUnit unit) throws InterruptedException {
         checkMessage(message);
-        long nanos = unit.toNanos(timeout);
+        long start = System.nanoTime();
+        long deadline = start + Math.max(0, unit.toNanos(timeout));
         enter();
         try {
             recordRole(ROLE_PRODUCER);
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            if (tryOffer(message)) {
+            if (tryOffer(message, deadline)) {
                 return true;
             }
-            return awaitRoom(message, nanos);
+            return awaitRoom(message, start, deadline);
         } finally {
             exit();
         }
@@ -298,12 +328,20 @@ public final class ShmQueue implements AutoCloseable {
         enter();
         try {
             recordRole(ROLE_CONSUMER);
-            byte[] m = tryPoll(AS_IS);
+            long now = System.nanoTime();
+            byte[] m = tryPoll(AS_IS, now);
             if (m != null) {
                 return m;
             }
             Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
-            return adopted != null ? deliver(adopted.cellOffset(), adopted.position(), AS_IS) : tryPoll(AS_IS);
+            if (adopted != null) {
+                return deliver(adopted.cellOffset(), adopted.position(), AS_IS);
+            }
+            m = tryPoll(AS_IS, now);
+            if (m == null) {
+                maybeCheckProducers();
+            }
+            return m;
         } finally {
             exit();
         }
@@ -328,20 +366,24 @@ public final class ShmQueue implements AutoCloseable {
      * delivers it to another consumer. Whatever the message commits this process to (a
      * reference taken, say) is thus either done and attributable to this process, or not
      * done and still queued: it cannot be lost in between. An exception from the function
-     * propagates; the message is consumed either way.
+     * propagates; the message is consumed either way, except for a
+     * {@link ResourceLimitException}: the message is then given back to the queue
+     * unconsumed (another consumer, or a later poll, gets it) and the exception propagates.
      *
      * @return what {@code whileClaimed} returned, or null if no message came within the timeout
+     * @throws ProducersGoneException once the queue is empty and every producer is dead
      */
     public <T> T poll(long timeout, TimeUnit unit, Function<byte[], T> whileClaimed) throws InterruptedException {
-        long nanos = unit.toNanos(timeout);
+        long start = System.nanoTime();
+        long deadline = start + Math.max(0, unit.toNanos(timeout));
         enter();
         try {
             recordRole(ROLE_CONSUMER);
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            T m = tryPoll(whileClaimed);
-            return m != null ? m : awaitMessage(nanos, whileClaimed);
+            T m = tryPoll(whileClaimed, deadline);
+            return m != null ? m : awaitMessage(start, deadline, whileClaimed);
         } finally {
             exit();
         }
@@ -398,6 +440,23 @@ public final class ShmQueue implements AutoCloseable {
                 sink.accept(m);
                 drained++;
             }
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * True when this handle is the producer side's last and no consumer is attached: no
+     * other attached handle has offered or polled, and the creator's handle is not attached
+     * to an open queue. A producer closing then ends the stream and returns what is queued.
+     */
+    boolean lastProducerWithoutConsumer() {
+        enter();
+        try {
+            if (participants.anyOtherWithRole(self, ROLE_PRODUCER | ROLE_CONSUMER)) {
+                return false;
+            }
+            return creator || closedState() != OPEN || !participants.anyOtherNaming(self, packedOwner);
         } finally {
             exit();
         }
@@ -475,11 +534,22 @@ public final class ShmQueue implements AutoCloseable {
 
     /** Claims the tail cell for a producer: its position, {@link #NO_ROOM} or {@link #CLOSED}. */
     long claimWritable() {
+        return claimWritable(System.nanoTime() + Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #claimWritable()}, answering {@link #NO_ROOM} once {@code deadline} (a
+     * {@link System#nanoTime()} value) has passed while the cells keep changing under it.
+     */
+    long claimWritable(long deadline) {
         if (closedFlag()) {
             return CLOSED;
         }
         int skipped = 0;
-        while (true) {
+        for (int round = 1; ; round++) {
+            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && System.nanoTime() - deadline >= 0) {
+                return NO_ROOM; // lost every race for this long: a hostile writer, or the caller's time is up
+            }
             long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
             long cell = geometry.cellOffset(cellIndex(t));
             long word = (long) LONG.getVolatile(mem, cell + CELL_WORD);
@@ -518,8 +588,19 @@ public final class ShmQueue implements AutoCloseable {
 
     /** Claims the head cell for a consumer: its position, {@link #EMPTY} or {@link #CLOSED}. */
     long claimReadable() {
+        return claimReadable(System.nanoTime() + Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #claimReadable()}, answering {@link #EMPTY} once {@code deadline} (a
+     * {@link System#nanoTime()} value) has passed while the cells keep changing under it.
+     */
+    long claimReadable(long deadline) {
         int skipped = 0;
-        while (true) {
+        for (int round = 1; ; round++) {
+            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && System.nanoTime() - deadline >= 0) {
+                return EMPTY;
+            }
             boolean closed = closedFlag();
             long h = (long) LONG.getVolatile(mem, HEAD_OFFSET);
             long cell = geometry.cellOffset(cellIndex(h));
@@ -559,6 +640,7 @@ public final class ShmQueue implements AutoCloseable {
     <T> T deliver(long cell, long position, Function<byte[], T> whileClaimed) {
         int length = mem.get(LE_INT, cell + CELL_LENGTH_FIELD);
         T result;
+        boolean givenBack = false;
         try {
             if (length < 0 || length > maxMessageBytes) {
                 participants.countRejected();
@@ -569,9 +651,15 @@ public final class ShmQueue implements AutoCloseable {
             byte[] message = new byte[length];
             MemorySegment.copy(mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message, 0, length);
             result = whileClaimed.apply(message);
+        } catch (ResourceLimitException limit) {
+            giveBack(cell, position);
+            givenBack = true; // the cell is no longer ours to free, whether or not the give-back took
+            throw limit;
         } finally {
-            LONG.setVolatile(mem, cell + CELL_WORD, free(position + capacity));
-            notFull.signal();
+            if (!givenBack) {
+                LONG.setVolatile(mem, cell + CELL_WORD, free(position + capacity));
+                notFull.signal();
+            }
         }
         participants.countTaken(self);
         if (notEmpty.anyoneAsleep() && hasMessage()) {
@@ -580,27 +668,41 @@ public final class ShmQueue implements AutoCloseable {
         return result;
     }
 
+    /**
+     * Hands a message this handle claimed back to the queue, unconsumed: the cell becomes
+     * READING(p, {@link ShmQueueLayout#RETURNED}), which recovery treats as a dead
+     * claimant's, so exactly one consumer adopts it later. The count of give-backs goes up
+     * first, so a waiter that sees the cell also sees that it must scan for it.
+     */
+    private void giveBack(long cell, long position) {
+        LONG.getAndAdd(mem, GIVEN_BACK_OFFSET, 1L);
+        if (LONG.compareAndSet(mem, cell + CELL_WORD, reading(position, self), reading(position, RETURNED))) {
+            notEmpty.signal();
+        }
+        // else: not ours any more (a hostile writer); whoever holds the cell now deals with it
+    }
+
     // ---- waiting ----
 
-    private boolean awaitRoom(byte[] message, long nanos) throws InterruptedException {
-        long start = System.nanoTime();
+    private boolean awaitRoom(byte[] message, long start, long deadline) throws InterruptedException {
+        long nanos = deadline - start;
         if (nanos > 0 && spinUntil(start, start + Math.min(nanos, SPIN_NANOS), () -> hasRoom() || closedFlag())
-                && tryOffer(message)) {
+                && tryOffer(message, deadline)) {
             return true;
         }
         while (true) {
             maybeSweep(Recovery.Role.PRODUCER);
-            if (tryOffer(message)) {
+            if (tryOffer(message, deadline)) {
                 return true;
             }
-            long remaining = nanos - (System.nanoTime() - start);
+            long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 passOnRoom();
                 return false;
             }
             int sequence = notFull.prepare(selfEntry);
             try {
-                if (tryOffer(message)) {
+                if (tryOffer(message, deadline)) {
                     return true;
                 }
                 if (detaching) {
@@ -617,10 +719,11 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    private <T> T awaitMessage(long nanos, Function<byte[], T> whileClaimed) throws InterruptedException {
-        long start = System.nanoTime();
+    private <T> T awaitMessage(long start, long deadline, Function<byte[], T> whileClaimed)
+            throws InterruptedException {
+        long nanos = deadline - start;
         if (nanos > 0 && spinUntil(start, start + Math.min(nanos, SPIN_NANOS), () -> hasMessage() || closedFlag())) {
-            T m = tryPoll(whileClaimed);
+            T m = tryPoll(whileClaimed, deadline);
             if (m != null) {
                 return m;
             }
@@ -630,18 +733,21 @@ public final class ShmQueue implements AutoCloseable {
             if (adopted != null) {
                 return deliver(adopted.cellOffset(), adopted.position(), whileClaimed);
             }
-            T m = tryPoll(whileClaimed);
+            T m = tryPoll(whileClaimed, deadline);
             if (m != null) {
                 return m;
             }
-            long remaining = nanos - (System.nanoTime() - start);
+            if (maybeCheckProducers()) {
+                continue; // the stream just ended: the next attempt reports it (or finds a last message)
+            }
+            long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 passOnMessage();
                 return null;
             }
             int sequence = notEmpty.prepare(selfEntry);
             try {
-                m = tryPoll(whileClaimed);
+                m = tryPoll(whileClaimed, deadline);
                 if (m != null) {
                     return m;
                 }
@@ -725,20 +831,21 @@ public final class ShmQueue implements AutoCloseable {
 
     // ---- helpers ----
 
-    private boolean tryOffer(byte[] message) {
-        long t = claimWritable();
+    private boolean tryOffer(byte[] message, long deadline) {
+        long t = claimWritable(deadline);
         if (t == NO_ROOM) {
             return false;
         }
         if (t == CLOSED) {
-            throw new QueueClosedException("queue " + name() + " is closed: it accepts no more messages");
+            throw new QueueClosedException("queue " + name() + (closedState() == ENDED_BY_PRODUCERS_DEATH
+                    ? " was ended when every producer had died" : " is closed") + ": it accepts no more messages");
         }
         publish(t, message);
         return true;
     }
 
-    private <T> T tryPoll(Function<byte[], T> whileClaimed) {
-        long h = claimReadable();
+    private <T> T tryPoll(Function<byte[], T> whileClaimed, long deadline) {
+        long h = claimReadable(deadline);
         if (h == EMPTY) {
             return null;
         }
@@ -747,6 +854,10 @@ public final class ShmQueue implements AutoCloseable {
             Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
             if (adopted != null) {
                 return deliver(adopted.cellOffset(), adopted.position(), whileClaimed);
+            }
+            if (closedState() == ENDED_BY_PRODUCERS_DEATH) {
+                throw new ProducersGoneException("queue " + name() + " is drained and every producer is dead ("
+                        + "its creator " + owner + " and every participant that offered): the stream has ended");
             }
             throw new QueueClosedException("queue " + name() + " is closed and empty");
         }
@@ -792,13 +903,62 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     private boolean closedFlag() {
-        return (int) INT.getVolatile(mem, CLOSED_OFFSET) != 0;
+        return closedState() != OPEN;
+    }
+
+    /** {@link ShmQueueLayout#OPEN}, {@link ShmQueueLayout#ENDED_BY_PRODUCER} or {@link ShmQueueLayout#ENDED_BY_PRODUCERS_DEATH}. */
+    private int closedState() {
+        return (int) INT.getVolatile(mem, CLOSED_OFFSET);
+    }
+
+    /** Ends the stream for {@code why}, unless it has already ended (the first reason stays). */
+    private boolean endStream(int why) {
+        boolean ended = INT.compareAndSet(mem, CLOSED_OFFSET, OPEN, why);
+        notEmpty.signalAll();
+        notFull.signalAll();
+        return ended;
     }
 
     private void setClosed() {
-        INT.setVolatile(mem, CLOSED_OFFSET, 1);
-        notEmpty.signalAll();
-        notFull.signalAll();
+        endStream(ENDED_BY_PRODUCER);
+    }
+
+    /**
+     * Called by a consumer that found the queue empty: at most every
+     * {@value #PRODUCERS_CHECK_MILLIS} ms per handle, ends the stream if every producer is
+     * dead. True when this call ended it.
+     */
+    private boolean maybeCheckProducers() {
+        long now = System.nanoTime();
+        long due = nextProducersCheck.get();
+        if (now - due < 0 || !nextProducersCheck.compareAndSet(due, now + PRODUCERS_CHECK_NANOS)
+                || closedState() != OPEN || !everyProducerDead()) {
+            return false;
+        }
+        return endStream(ENDED_BY_PRODUCERS_DEATH);
+    }
+
+    /**
+     * Every producer is dead: the creator (every queue had one producer, its creator) is
+     * DEAD, and no attached participant that has offered is alive or of unknown state.
+     * Participants that have not offered yet do not count: a process that opens the queue
+     * to produce after this is refused, as after endOfStream.
+     */
+    boolean everyProducerDead() {
+        if (!liveness.isDead(packedOwner, false)) {
+            return false;
+        }
+        for (int i = 0; i < participants.capacity(); i++) {
+            long word = participants.identityWord(i);
+            if (word == 0 || isReclaimMark(word) || namesNoProcess(word)
+                    || (participants.role(i) & ROLE_PRODUCER) == 0) {
+                continue;
+            }
+            if (!liveness.isDead(word, false)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private void recordRole(int role) {

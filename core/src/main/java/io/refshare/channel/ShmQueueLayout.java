@@ -19,8 +19,13 @@ import java.nio.ByteOrder;
  *   +-------------------+---------+---------+-------------------+-------------------+
  *   | magic "RSQUEUE1"  | version | hdrLen  |     owner pid     | owner start ticks |
  *   +---------+---------+---------+---------+---------+---------+-------------------+
- *   |capacity | maxMsg  | cellLen | partCap | closed  | (0)     |        (0)        |
+ *   |capacity | maxMsg  | cellLen | partCap | closed  | (0)     |  given back (8)   |
  *   +---------+---------+---------+---------+---------+---------+-------------------+ 64
+ *    closed: 0 open; 1 ended by a producer (endOfStream, the creator's close); 2 ended by
+ *      the death of every producer (set by a consumer that found the queue empty and
+ *      every producer dead). Only ever moves away from 0, by one compare-and-set.
+ *    given back: how many claimed messages consumers gave back (cells READING(p, 0xFFFF))
+ *      ever; a waiter scans the cells for them only when it changed since its last scan
  * Header, totals (written rarely):
  *   | offered by departed (8)  | taken by departed (8)  | rejected (8)  | (0) ...   |
  *   +---------------------------------------------------------------------------------+ 128
@@ -59,7 +64,10 @@ import java.nio.ByteOrder;
  *          1 WRITING (claimed by that producer, payload being written)
  *          2 FULL    (message of this position published)
  *          3 READING (claimed by that consumer, payload being read)
- *   claimant index: the participant-table entry of the claimant, WRITING and READING only
+ *   claimant index: the participant-table entry of the claimant, WRITING and READING only;
+ *     0xFFFF in READING ({@link #RETURNED}): the consumer that claimed the message gave it
+ *     back (a fixed resource it needed was exhausted), so any consumer may adopt it, as it
+ *     would a dead claimant's. Hence at most 65535 participant entries.
  * </pre>
  * Cell {@code p % capacity} serves the positions {@code p, p + capacity, ...}; a consumer
  * that finishes position {@code p} turns the cell into FREE for {@code p + capacity}.
@@ -84,6 +92,7 @@ public final class ShmQueueLayout {
     public static final long CELL_LENGTH_OFFSET = 40;
     public static final long PARTICIPANT_CAPACITY_OFFSET = 44;
     public static final long CLOSED_OFFSET = 48;
+    public static final long GIVEN_BACK_OFFSET = 56;
     public static final long OFFERED_BY_DEPARTED_OFFSET = 64;
     public static final long TAKEN_BY_DEPARTED_OFFSET = 72;
     public static final long REJECTED_OFFSET = 80;
@@ -116,10 +125,18 @@ public final class ShmQueueLayout {
     public static final int FULL = 2;
     public static final int READING = 3;
 
+    /** The claimant of a READING cell whose consumer gave the message back. */
+    public static final int RETURNED = 0xFFFF;
+
+    public static final int OPEN = 0;
+    public static final int ENDED_BY_PRODUCER = 1;
+    public static final int ENDED_BY_PRODUCERS_DEATH = 2;
+
     public static final int MAX_CAPACITY = 1 << 20;
     public static final int MAX_MESSAGE_BYTES = 1 << 16;
     public static final int DEFAULT_MAX_MESSAGE_BYTES = 512;
-    public static final int MAX_PARTICIPANTS = 1 << 16;
+    /** The claimant field has 16 bits and its top value is {@link #RETURNED}. */
+    public static final int MAX_PARTICIPANTS = (1 << 16) - 1;
     public static final int DEFAULT_PARTICIPANTS = 128;
 
     static final int POSITION_BITS = 46;

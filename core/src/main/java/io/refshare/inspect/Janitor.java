@@ -182,9 +182,27 @@ public final class Janitor {
         } catch (NoSuchFileException gone) {
             // removed meanwhile (by its owner, or another sweep, which counts it)
         } catch (IOException e) {
-            kept.add(name + " (" + (e instanceof Libc.ErrnoException x && x.errno() == Libc.ELOOP
-                    ? "a symbolic link, left alone" : "cannot be opened: " + e.getMessage()) + ")");
+            kept.add(name + " (" + unopenable(path, e) + ")");
         }
+    }
+
+    /** Why a file could not be opened, in the words of the other reasons to keep one. */
+    private String unopenable(Path path, IOException e) {
+        int errno = e instanceof Libc.ErrnoException x ? x.errno() : 0;
+        if (errno == Libc.ELOOP) {
+            return "a symbolic link, left alone";
+        }
+        if (errno == Libc.EACCES) {
+            try {
+                Libc.FileStat st = Libc.lstat(path.toString()); // never opens: cannot block
+                if (!dir.ownedByUs(st.uid(), st.gid())) {
+                    return "another user's";
+                }
+            } catch (Libc.ErrnoException gone) {
+                // fall through to the open's own error
+            }
+        }
+        return "cannot be opened: " + e.getMessage();
     }
 
     /** Unlinks the name if it still denotes the file judged; true when this call removed it. */

@@ -28,6 +28,7 @@ public final class Libc {
     public static final int EINTR = 4;
     public static final int EIO = 5;
     public static final int EAGAIN = 11;
+    public static final int EACCES = 13;
     public static final int EEXIST = 17;
     public static final int ENOENT = 2;
     public static final int EWOULDBLOCK = EAGAIN;

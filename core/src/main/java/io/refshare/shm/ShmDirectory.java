@@ -143,7 +143,10 @@ public final class ShmDirectory {
      * this process in another process's file that outlives this call (a handle not closed)
      * is judged without a life file, by /proc in this PID namespace (ALIVE) and UNKNOWN in
      * another, which may leak but never harms. A file of ours that cannot be read does not
-     * keep the lock: it cannot be told to name us.
+     * keep the lock: it cannot be told to name us. A file this process creates here while
+     * this call runs may be missed (its creator took the lock before this call released
+     * it); such a file is then judged by /proc as above, so call it once this process's
+     * last handle of the directory is closed, not while another thread still creates files.
      *
      * @return true when this process holds no life lock here any more; false when a file
      *         still names it (or the directory could not be listed), and the lock is kept
@@ -283,8 +286,22 @@ public final class ShmDirectory {
             if (e instanceof Libc.ErrnoException errno && errno.errno() == Libc.ELOOP) {
                 throw new InvalidDataException("not a regular file (a symbolic link): " + path);
             }
+            if (e instanceof Libc.ErrnoException errno && errno.errno() == Libc.EACCES) {
+                explainRefusal(path); // the kernel refused first: say whose file it is, if that is why
+            }
             throw new RefshareException("cannot open " + path + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Throws the ownership refusal when the name denotes another user's file (an lstat: it never blocks). */
+    private void explainRefusal(Path path) {
+        Libc.FileStat st;
+        try {
+            st = Libc.lstat(path.toString());
+        } catch (Libc.ErrnoException e) {
+            return;
+        }
+        requireOwnedByUs(path, st.uid(), st.gid());
     }
 
     /** Refuses a file of owner {@code uid} and group {@code gid} unless {@link #ownedByUs} accepts it. */

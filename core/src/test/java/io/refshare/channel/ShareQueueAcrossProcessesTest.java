@@ -110,33 +110,67 @@ class ShareQueueAcrossProcessesTest {
     }
 
     @Test
-    void aConsumerLeavingMidStreamReturnsTheCountsOfUndeliveredMessages() throws Exception {
+    void aConsumerLeavingMidStreamEndsNothingAndTheCreatorsCloseReturnsWhatIsQueued() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
             ShareQueue queue = ShareQueue.create(rs, 16);
             try (ChildJvm consumer = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
                     tmp.resolve("ids").toString(), "-", "100")) {
                 consumer.expect("READY");
                 long put = 0;
-                boolean closedByConsumer = false;
-                while (put < 1_000_000 && !closedByConsumer) {
+                while (true) {
                     try (Tensor t = rs.allocateBytes(1024)) {
                         t.data().set(java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED, 0, put);
                         Patterns.fill(t.data().asSlice(8), put);
-                        if (queue.offer(t, 10, TimeUnit.SECONDS)) {
-                            put++;
+                        if (!queue.offer(t, 500, TimeUnit.MILLISECONDS)) {
+                            break; // no consumer any more: the queue filled up, the offer timed out
                         }
-                    } catch (QueueClosedException e) {
-                        closedByConsumer = true;
+                        put++;
                     }
                 }
-                assertTrue(closedByConsumer, "the last consumer's close ended the stream");
                 assertEquals("100 0 0 true", consumer.expect("DONE"));
-                assertTrue(put >= 100, "put " + put);
-                assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)), "every undelivered message's count came back");
-                assertEquals(0, rs.stats().allocator().blocksInUse());
-                assertEquals(0, rs.sharing().liveCounts());
+                assertEquals(0, consumer.waitFor());
+                assertEquals(100 + 16, put, "the consumer took 100, then the queue filled; its close ended nothing");
+                assertFalse(queue.stats().closed());
+                assertEquals(16, rs.stats().limboBlocks(), "the queued messages wait for the next consumer");
+            } finally {
+                queue.close(); // the creator, no consumer attached: ends the stream, returns what is queued
+            }
+            assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)), "every undelivered message's count came back");
+            assertEquals(0, rs.stats().allocator().blocksInUse());
+            assertEquals(0, rs.sharing().liveCounts());
+        }
+    }
+
+    @Test
+    void aRollingRestartOfTheOnlyConsumerLosesNothing() throws Exception {
+        int count = 3_000;
+        List<ChildJvm> children = new ArrayList<>();
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
+            ShareQueue queue = ShareQueue.create(rs, 32);
+            try {
+                ChildJvm first = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
+                        tmp.resolve("first").toString(), "-", "1000");
+                children.add(first);
+                first.expect("READY");
+                ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(), "0",
+                        Integer.toString(count));
+                children.add(producer);
+                assertEquals("1000 0 0 true", first.expect("DONE"), "the first consumer left cleanly after 1000");
+                assertEquals(0, first.waitFor());
+                assertFalse(queue.stats().closed(), "its close did not end the stream");
+                ChildJvm second = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
+                        tmp.resolve("second").toString(), "-", "-1");
+                children.add(second);
+                second.expect("READY");
+                assertEquals(count + " true 0 0", producer.expect("DONE"), "every put went through, every count came back");
+                assertEquals(0, producer.waitFor());
+                queue.endOfStream();
+                assertEquals((count - 1000) + " 0 0 true", second.expect("DONE"), "the new consumer took the rest");
+                assertEquals(0, second.waitFor());
+                assertExactlyOnce(1, count, tmp.resolve("first"), tmp.resolve("second"));
             } finally {
                 queue.close();
+                children.forEach(ChildJvm::kill);
             }
         }
     }

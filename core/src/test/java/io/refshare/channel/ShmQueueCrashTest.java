@@ -97,33 +97,41 @@ class ShmQueueCrashTest {
     }
 
     @Test
-    void aParticipantOfAnotherPidNamespaceIsNeverJudgedDead() throws Exception {
+    void aParticipantWithoutEvidenceOfDeathIsNeverJudgedDeadAndOneWhoseLifeLockIsFreeIs() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 2, 64, 4); QueueFileView view = new QueueFileView(dir, q.name())) {
-            // a participant whose pid names no process here, holding position 0 as a producer
+            // a participant whose pid names no process here (another PID namespace, say) and
+            // that has no life file: nothing proves it dead, holding position 0 as a producer
             long pid = ShmQueueLayout.unpackIdentity(-1L).pid();
             while (Files.exists(Path.of("/proc", Long.toString(pid)))) {
                 pid--;
             }
+            ProcessIdentity stranger = new ProcessIdentity(pid, 12345);
             Geometry g = Geometry.of(2, 64, 4);
             MemorySegment m = view.segment();
             int entry = 3;
             m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_IDENTITY,
-                    ShmQueueLayout.packIdentity(new ProcessIdentity(pid, 12345)));
+                    ShmQueueLayout.packIdentity(stranger));
             m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_PID_NAMESPACE,
-                    Liveness.ownPidNamespace() + 1);
+                    Liveness.ownPidNamespace());
             m.set(ShmQueueLayout.LE_LONG, g.cellOffset(0) + ShmQueueLayout.CELL_WORD, ShmQueueLayout.writing(0, entry));
             m.set(ShmQueueLayout.LE_LONG, ShmQueueLayout.TAIL_OFFSET, 1L);
 
             q.recover();
-            assertEquals(2, q.stats().participants().size(), "another namespace's pid proves nothing here");
+            assertEquals(2, q.stats().participants().size(), "no life file, no /proc entry: unknown, so alive");
             assertNull(q.poll(), "its claim on position 0 stands");
 
-            m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_PID_NAMESPACE,
-                    Liveness.ownPidNamespace());
-            q.recover();
-            assertEquals(1, q.stats().participants().size(), "in our namespace the same pid is dead");
-            assertTrue(q.offer(TestMessages.encode(1, 1)));
-            assertEquals(1, TestMessages.sequence(q.poll()), "position 0 was skipped");
+            // its life file, held by nobody: the kernel's evidence that it is dead
+            Path life = shm.path().resolve(io.refshare.shm.LifeFile.name(dir, stranger));
+            Files.write(life, new byte[32]);
+            try {
+                Thread.sleep(Liveness.ALIVE_CACHE_NANOS / 1_000_000 + 20); // past the cached "alive"
+                q.recover();
+                assertEquals(1, q.stats().participants().size(), "its life lock is free: dead, entry reclaimed");
+                assertTrue(q.offer(TestMessages.encode(1, 1)));
+                assertEquals(1, TestMessages.sequence(q.poll()), "position 0 was skipped");
+            } finally {
+                Files.deleteIfExists(life);
+            }
         }
     }
 }

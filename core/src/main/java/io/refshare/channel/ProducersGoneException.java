@@ -1,0 +1,15 @@
+package io.refshare.channel;
+
+/**
+ * The stream ended because every producer died: the queue's creator is dead (on the
+ * kernel's evidence, see {@link io.refshare.shm.Verdict#DEAD}) and no attached participant
+ * that has offered is alive or of unknown state, and the queue has been drained. Thrown
+ * by a consumer's poll or take instead of waiting forever for a message nobody can send;
+ * a producer that joins afterwards is refused. Whatever the dead producers had published
+ * was delivered before this is thrown.
+ */
+public final class ProducersGoneException extends QueueClosedException {
+    public ProducersGoneException(String message) {
+        super(message);
+    }
+}
