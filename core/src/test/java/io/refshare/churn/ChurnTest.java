@@ -2,6 +2,7 @@ package io.refshare.churn;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
+import io.refshare.channel.ShareQueue;
 import io.refshare.counter.CounterFile;
 import io.refshare.inspect.Janitor;
 import io.refshare.shm.ShmDirectory;
@@ -16,6 +17,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -54,8 +56,10 @@ import static org.junit.jupiter.api.Assertions.*;
  * Counter files have {@value #PEERS} peer entries and {@value #SLOTS} slots, so files rotate
  * and every file sees several times more consumers than it has entries.
  *
- * <p>Each message is handed to one consumer on its stdin. CI runs {@value #CONSUMERS_DEFAULT}
- * consumers; the longer run ({@code scripts/churn-long.sh}) sets
+ * <p>Two ways to hand messages over: through a {@link ShareQueue} that consumers join and
+ * leave (a consumer's close ends nothing; the acceptance run, {@value #CONSUMERS_DEFAULT}
+ * consumers in CI), and directly, each message given to one consumer on its stdin (a fifth
+ * as many). The longer run ({@code scripts/churn-long.sh}) sets
  * {@code -Drefshare.churn.consumers=5000}.
  */
 class ChurnTest {
@@ -82,9 +86,39 @@ class ChurnTest {
     }
 
     @Test
+    void consumersJoinAndLeaveAQueueOfOneProducer() throws Exception {
+        long started = System.nanoTime();
+        int total = consumers * MESSAGES_PER_CONSUMER;
+        try (Refshare producer = Refshare.open(config())) {
+            try (ShareQueue queue = ShareQueue.create(producer, 32)) {
+                ExecutorService putter = Executors.newSingleThreadExecutor();
+                try {
+                    Future<?> puts = putter.submit(() -> {
+                        for (long id = 0; id < total; id++) {
+                            try (Tensor t = producer.allocateBytes(8 + 1024 + (id % 16) * 4096)) {
+                                t.data().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
+                                Patterns.fill(t.data().asSlice(8), id);
+                                queue.put(t); // waits while the queue is full, also while no consumer is attached
+                            }
+                        }
+                        return null;
+                    });
+                    runLanes(n -> serveFromQueue(n, queue.name()));
+                    puts.get(10, TimeUnit.SECONDS);
+                } finally {
+                    putter.shutdownNow();
+                }
+                assertEquals(0, queue.rejected(), "nothing rejected");
+            }
+            checkTheEnd(producer, total, started, "queue");
+        }
+        sweepAndCheckNothingLeft();
+    }
+
+    @Test
     void consumersComeAndGoForDirectHandOffs() throws Exception {
         long started = System.nanoTime();
-        int direct = consumers;
+        int direct = Math.max(1, consumers / 5);
         try (Refshare producer = Refshare.open(config())) {
             runLanes(direct, n -> serveDirectly(n, producer));
             checkTheEnd(producer, direct * MESSAGES_PER_CONSUMER, started, "direct");
@@ -94,6 +128,10 @@ class ChurnTest {
 
     private RefshareConfig config() {
         return shm.config().withPeersPerCounterFile(PEERS).withSlotsPerCounterFile(SLOTS);
+    }
+
+    private void runLanes(Consumer consumer) throws Exception {
+        runLanes(consumers, consumer);
     }
 
     private void runLanes(int count, Consumer consumer) throws Exception {
@@ -120,6 +158,25 @@ class ChurnTest {
         } finally {
             running.forEach(ChildJvm::kill);
             pool.shutdownNow();
+        }
+    }
+
+    /** A consumer attaches to the queue, takes its messages, and is killed, closes or exits. */
+    private void serveFromQueue(int number, String queueName) {
+        ChildJvm child = start(QueueChurnConsumerMain.class, shm.path().toString(), queueName);
+        try {
+            child.expect("READY");
+            int ending = number % 3;
+            child.send("TAKE " + MESSAGES_PER_CONSUMER + " " + (ending != 2 ? 1 : 0));
+            for (int m = 0; m < MESSAGES_PER_CONSUMER; m++) {
+                String[] got = child.read().split(" ", 3);
+                assertEquals("GOT", got[0], "consumer " + number + ": " + String.join(" ", got));
+                took(Long.parseLong(got[1]), Long.parseLong(got[2]));
+            }
+            assertEquals("DONE", child.read());
+            end(child, ending);
+        } finally {
+            stop(child);
         }
     }
 
