@@ -4,6 +4,7 @@ import io.refshare.cuda.CudaSharing;
 import io.refshare.inspect.Janitor;
 import io.refshare.share.ReceivedBlock;
 import io.refshare.share.Sharing;
+import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.Tensor;
 import io.refshare.tensor.TensorLayout;
@@ -12,6 +13,8 @@ import io.refshare.wire.DescriptorCodec;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * refshare in one process: allocate tensors in shared memory, share them with other
@@ -40,11 +43,19 @@ import java.time.Duration;
 public final class Refshare implements AutoCloseable {
     private final RefshareConfig config;
     private final Sharing sharing;
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     private Refshare(RefshareConfig config) {
         this.config = config;
-        this.sharing = new Sharing(config.shmDirectory(), config.capacityBytes(), config.slotsPerCounterFile(),
-                config.peersPerCounterFile(), s -> CudaSharing.open(s, config.cuda()));
+        ShmDirectory directory = config.shmDirectory();
+        OpenDirectories.opened(directory);
+        try {
+            this.sharing = new Sharing(directory, config.capacityBytes(), config.slotsPerCounterFile(),
+                    config.peersPerCounterFile(), s -> CudaSharing.open(s, config.cuda()));
+        } catch (RuntimeException | Error e) {
+            OpenDirectories.closed(directory);
+            throw e;
+        }
         Thread.ofVirtual().name("refshare-startup-sweep").start(this::sweepDeadProcessesFiles);
     }
 
@@ -126,12 +137,30 @@ public final class Refshare implements AutoCloseable {
         return sharing.share(tensor.storage(), tensor.layout());
     }
 
-    /** Receives a message made by {@link #share} in any process; close the tensor when done. */
+    /**
+     * Receives a message made by {@link #share} in any process; close the tensor when done.
+     *
+     * @throws NullPointerException   when {@code message} is null
+     * @throws InvalidDataException   when the bytes are not a message refshare made, or name
+     *                                files that do not match it (nothing is taken)
+     * @throws ResourceLimitException when this process cannot be recorded in the sender's
+     *                                counter file (every peer entry taken): nothing is taken,
+     *                                the message can be received later or elsewhere
+     * @throws RefshareException      when the message was already received or returned, or a
+     *                                file it names is unusable
+     */
     public Tensor receive(byte[] message) {
+        Objects.requireNonNull(message, "message (the bytes share() returned)");
         return receive(DescriptorCodec.decode(message));
     }
 
+    /**
+     * Receives a descriptor, as {@link #receive(byte[])}.
+     *
+     * @throws NullPointerException when {@code descriptor} is null
+     */
     public Tensor receive(Descriptor descriptor) {
+        Objects.requireNonNull(descriptor, "descriptor");
         TensorLayout layout = descriptor.tensor() != null ? descriptor.tensor()
                 : TensorLayout.contiguous(DType.UINT8, descriptor.length());
         ReceivedBlock block = sharing.receive(descriptor);
@@ -143,8 +172,14 @@ public final class Refshare implements AutoCloseable {
         }
     }
 
-    /** Returns the reference of a message that will never be received. */
+    /**
+     * Returns the reference of a message that will never be received.
+     *
+     * @throws NullPointerException when {@code message} is null
+     * @throws InvalidDataException when the bytes are not a message refshare made
+     */
     public boolean cancel(byte[] message) {
+        Objects.requireNonNull(message, "message (the bytes share() returned)");
         return sharing.cancel(DescriptorCodec.decode(message));
     }
 
@@ -193,8 +228,20 @@ public final class Refshare implements AutoCloseable {
         return sharing;
     }
 
+    /**
+     * Gives back every reference this process still holds (its peer entries in other
+     * processes' counter files are freed), removes its files, and, when this was the last open
+     * instance of its directory in this process, gives up its life lock there. Idempotent.
+     */
     @Override
     public void close() {
-        sharing.close();
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            sharing.close();
+        } finally {
+            OpenDirectories.closed(sharing.directory());
+        }
     }
 }

@@ -1,5 +1,6 @@
 package io.refshare;
 
+import io.refshare.counter.CounterFileLayout;
 import io.refshare.cuda.CudaConfig;
 import io.refshare.shm.ShmDirectory;
 
@@ -15,7 +16,10 @@ import java.util.Objects;
  * @param groupAccess        files readable and writable by the owner's group too (mode 0660 instead of 0600)
  * @param capacityBytes      most bytes of segments this process may hold (default unlimited)
  * @param slotsPerCounterFile tokens per counter file before a new one is started
- * @param peersPerCounterFile processes that can hold tokens of one counter file
+ * @param peersPerCounterFile processes that can hold tokens of one counter file at the same time; an entry is
+ *                           recycled when its process leaves (closes) or dies, so any number of successive
+ *                           consumers is served. A receiver that finds every entry held gets a
+ *                           {@link ResourceLimitException} naming this limit (the message is not consumed)
  * @param cuda               the CUDA device this process uses and how (only read when device memory is first used)
  */
 public record RefshareConfig(Path directory, String prefix, boolean groupAccess, long capacityBytes,
@@ -30,6 +34,11 @@ public record RefshareConfig(Path directory, String prefix, boolean groupAccess,
         }
         if (slotsPerCounterFile < 1 || peersPerCounterFile < 1) {
             throw new IllegalArgumentException("counter files need at least one slot and one peer");
+        }
+        if (slotsPerCounterFile > CounterFileLayout.MAX_SLOTS || peersPerCounterFile > CounterFileLayout.MAX_PEERS) {
+            throw new IllegalArgumentException("a counter file holds at most " + CounterFileLayout.MAX_SLOTS
+                    + " slots and " + CounterFileLayout.MAX_PEERS + " peers: " + slotsPerCounterFile + " slots, "
+                    + peersPerCounterFile + " peers asked");
         }
         Objects.requireNonNull(cuda, "cuda (use CudaConfig.defaults())");
     }
@@ -68,6 +77,7 @@ public record RefshareConfig(Path directory, String prefix, boolean groupAccess,
         return new RefshareConfig(directory, prefix, groupAccess, capacityBytes, s, peersPerCounterFile, cuda);
     }
 
+    /** Processes that can hold tokens of one of this process's counter files at the same time (default 256). */
     public RefshareConfig withPeersPerCounterFile(int p) {
         return new RefshareConfig(directory, prefix, groupAccess, capacityBytes, slotsPerCounterFile, p, cuda);
     }

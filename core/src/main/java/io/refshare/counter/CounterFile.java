@@ -1,16 +1,30 @@
 package io.refshare.counter;
 
 import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
+import io.refshare.ResourceLimitException;
+import io.refshare.shm.LifeFile;
 import io.refshare.shm.Libc;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
+import io.refshare.shm.Verdict;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.function.ObjIntConsumer;
+import java.util.stream.Stream;
 
 import static io.refshare.counter.CounterFileLayout.*;
 
@@ -22,9 +36,12 @@ import static io.refshare.counter.CounterFileLayout.*;
  * A token's life is FREE &rarr; IN_FLIGHT (owner, {@link #handOut}) &rarr; HELD by one peer
  * ({@link #claim}) &rarr; RELEASED ({@link #release}); or IN_FLIGHT &rarr; RELEASED when an
  * undelivered message is returned ({@link #cancel}); or HELD &rarr; RELEASED by
- * {@link #releaseAllHeldBy} once the holder is dead. Each arrow is a single compare-and-set on the
- * slot word, so of two racing transitions out of one state exactly one succeeds: a token
- * is never claimed twice, never released twice, and no count can go below zero.
+ * {@link #releaseAllHeldBy} / {@link #reclaimDeadPeers} once the holder is dead, or by
+ * {@link #leave} when it goes. Each arrow is a single compare-and-set of the slot word, so of
+ * two racing transitions out of one state exactly one succeeds: a token is never claimed
+ * twice, never released twice, and no count can go below zero. The word's upper half, the
+ * {@link RangeTag}, is set at hand-out and kept by every later transition; a claim must
+ * present it.
  * <p>
  * Memory ordering: the VarHandle compare-and-set and getAndAdd have volatile semantics,
  * which on a shared mapping order them with all other accesses of this process. A
@@ -33,21 +50,30 @@ import static io.refshare.counter.CounterFileLayout.*;
  * read of the old contents can be outstanding. Writes of the owner to a block before
  * handing out its token happen-before the consumer's claim observing IN_FLIGHT.
  * <p>
- * Only the owner writes the header's handed-out count and flags (plain ordered writes),
- * other processes only read them. Peer entries are claimed with a CAS of their pid word.
+ * Peer entries are recycled (see the layout): a process registers once per instance of
+ * this class (two instances in one process get two entries, so neither frees the other's
+ * entry while tokens are still held through it), leaves with {@link #leave}, and the owner
+ * frees the entries of dead peers in {@link #reclaimDeadPeers}. The owner does not trust
+ * what other processes can write: it counts the slots it handed out in its own memory, and
+ * {@link #isReturned} reports a slot word that no legal transition produces as damage.
  */
 public final class CounterFile implements AutoCloseable {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
+    private final ShmDirectory directory;
     private final ShmFile file;
     private final MemorySegment mem;
     private final int slotCapacity;
     private final int peerCapacity;
     private final long slotsOffset;
     private final ProcessIdentity owner;
+    /** Owner only: slots handed out, counted here rather than trusted from the shared header. */
+    private int nextSlot;
     private volatile int selfPeer = -1;
 
-    private CounterFile(ShmFile file, int slotCapacity, int peerCapacity, ProcessIdentity owner) {
+    private CounterFile(ShmDirectory directory, ShmFile file, int slotCapacity, int peerCapacity,
+                        ProcessIdentity owner) {
+        this.directory = directory;
         this.file = file;
         this.mem = file.segment();
         this.slotCapacity = slotCapacity;
@@ -75,7 +101,7 @@ public final class CounterFile implements AutoCloseable {
         m.set(ValueLayout.JAVA_INT_UNALIGNED, PEER_CAPACITY_OFFSET, peerCapacity);
         // the magic goes last: a reader never sees a valid magic over a half-written header
         LONG.setRelease(m, MAGIC_OFFSET, MAGIC);
-        return new CounterFile(f, slotCapacity, peerCapacity, me);
+        return new CounterFile(dir, f, slotCapacity, peerCapacity, me);
     }
 
     /** Opens a counter file by a name from outside; its header is checked before any use. */
@@ -109,7 +135,7 @@ public final class CounterFile implements AutoCloseable {
             if (ownerPid <= 0 || ownerPid > Integer.MAX_VALUE || ownerStart < 0) {
                 throw new InvalidDataException(f.path() + " names an impossible owner pid " + ownerPid);
             }
-            return new CounterFile(f, slots, peers, new ProcessIdentity(ownerPid, ownerStart));
+            return new CounterFile(dir, f, slots, peers, new ProcessIdentity(ownerPid, ownerStart));
         } catch (RuntimeException e) {
             f.close();
             throw e;
@@ -136,10 +162,14 @@ public final class CounterFile implements AutoCloseable {
         return peerCapacity;
     }
 
-    /** Slots handed out so far. */
+    /**
+     * Slots handed out so far: the owner's own count; for other processes the header's word,
+     * clamped, since anyone of this uid can write it and callers loop up to it over the slots.
+     */
     public int handedOut() {
-        // only the owner writes it, but anyone of this uid can write the file: callers loop up
-        // to it over the slots, so a corrupt count must not lead them past the last slot
+        if (file.created()) {
+            return nextSlot;
+        }
         return Math.clamp((long) LONG.getAcquire(mem, HANDED_OUT_OFFSET), 0, slotCapacity);
     }
 
@@ -153,19 +183,30 @@ public final class CounterFile implements AutoCloseable {
     }
 
     /**
-     * Owner only, one thread at a time: hands out the next slot as an IN_FLIGHT token.
-     * Returns -1 when the file is full; it is then retired.
+     * Owner only, one thread at a time: hands out the next slot as an IN_FLIGHT token bound to
+     * the block whose {@link RangeTag} is {@code tag}. Returns -1 when the file is full; it is
+     * then retired.
+     *
+     * @throws InvalidDataException when the next slot is not free: another process wrote
+     *                              into the file, which is then unusable (the caller retires it)
      */
-    public int handOut() {
+    public int handOut(int tag) {
         requireOwner();
-        int slot = handedOut();
+        int slot = nextSlot;
         if (slot >= slotCapacity) {
             retire();
             return -1;
         }
-        if (!LONG.compareAndSet(mem, slotOffset(slot), (long) FREE, (long) IN_FLIGHT)) {
-            throw new IllegalStateException(this + ": slot " + slot + " was not free (file corrupted by another process)");
+        long off = slotOffset(slot);
+        long found = (long) LONG.getVolatile(mem, off); // guarded read first: see compareAndSet
+        if (found == FREE) {
+            found = (long) LONG.compareAndExchange(mem, off, (long) FREE, word(IN_FLIGHT, tag));
         }
+        if (found != FREE) {
+            throw new InvalidDataException(this + " is damaged: slot " + slot + " was not free (word 0x"
+                    + Long.toHexString(found) + "), another process wrote into it");
+        }
+        nextSlot = slot + 1;
         LONG.setRelease(mem, HANDED_OUT_OFFSET, (long) slot + 1);
         if (slot + 1 == slotCapacity) {
             retire();
@@ -173,28 +214,67 @@ public final class CounterFile implements AutoCloseable {
         return slot;
     }
 
+    /** {@link #handOut(int)} with the tag 0: for tools and benchmarks of the counter alone. */
+    public int handOut() {
+        return handOut(0);
+    }
+
     /** Owner only: hands out no more slots from this file. */
     public void retire() {
         requireOwner();
+        LONG.getVolatile(mem, FLAGS_OFFSET); // guarded read first: see compareAndSet
         LONG.getAndBitwiseOr(mem, FLAGS_OFFSET, FLAG_RETIRED);
     }
 
-    /** Takes an IN_FLIGHT token for this process. False when it is not in flight (already taken or returned). */
-    public boolean claim(int slot) {
-        return LONG.compareAndSet(mem, slotOffset(checkSlot(slot)), (long) IN_FLIGHT, held(selfPeer()));
+    /**
+     * Takes an IN_FLIGHT token handed out for the range of tag {@code tag} for this process
+     * (registering it in the peer table on first use). False when it is not in flight (already
+     * taken or returned) or was handed out for another range.
+     *
+     * @throws io.refshare.ResourceLimitException when this process is not registered yet and
+     *                                            every peer entry is taken
+     */
+    public boolean claim(int slot, int tag) {
+        long off = slotOffset(checkSlot(slot));
+        long inFlight = word(IN_FLIGHT, tag);
+        return (long) LONG.getVolatile(mem, off) == inFlight && compareAndSet(off, inFlight, word(held(selfPeer()), tag));
     }
 
-    /** Releases a token this process holds. False when this process does not hold it. */
+    /** {@link #claim(int, int)} of a token handed out by {@link #handOut()} (tag 0). */
+    public boolean claim(int slot) {
+        return claim(slot, 0);
+    }
+
+    /** Releases a token this process holds through this instance. False when it does not hold it. */
     public boolean release(int slot) {
-        if (LONG.compareAndSet(mem, slotOffset(checkSlot(slot)), held(selfPeer()), (long) RELEASED)) {
+        long off = slotOffset(checkSlot(slot));
+        int peer = selfPeer;
+        if (peer < 0) {
+            return false;
+        }
+        if (moveKeepingTag(off, held(peer), RELEASED)) {
             released();
             return true;
         }
         return false;
     }
 
+    /** CAS of the slot at {@code off} from low half {@code from} to {@code to}, keeping its tag. */
+    private boolean moveKeepingTag(long off, long from, long to) {
+        while (true) {
+            long w = (long) LONG.getVolatile(mem, off);
+            if (low(w) != from) {
+                return false;
+            }
+            if (compareAndSet(off, w, word(to, CounterFileLayout.tag(w)))) {
+                return true;
+            }
+        }
+    }
+
     /** Counts a release and wakes the owner's collector if it sleeps on this file. */
     private void released() {
+        LONG.getVolatile(mem, RELEASES_OFFSET); // guarded read first: see compareAndSet
         LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
         // the getAndAdd above is a full fence: either the collector sees the new count before
         // it sleeps (futex compares it), or we see its waiting flag here and wake it
@@ -218,13 +298,21 @@ public final class CounterFile implements AutoCloseable {
         }
     }
 
-    /** Returns an undelivered (IN_FLIGHT) token. False when someone already claimed or returned it. */
-    public boolean cancel(int slot) {
-        if (LONG.compareAndSet(mem, slotOffset(checkSlot(slot)), (long) IN_FLIGHT, (long) RELEASED)) {
+    /**
+     * Returns an undelivered (IN_FLIGHT) token handed out for the range of tag {@code tag}.
+     * False when someone already claimed or returned it, or it was handed out for another range.
+     */
+    public boolean cancel(int slot, int tag) {
+        if (compareAndSet(slotOffset(checkSlot(slot)), word(IN_FLIGHT, tag), word(RELEASED, tag))) {
             released();
             return true;
         }
         return false;
+    }
+
+    /** {@link #cancel(int, int)} of a token handed out by {@link #handOut()} (tag 0). */
+    public boolean cancel(int slot) {
+        return cancel(slot, 0);
     }
 
     /** True once the token in {@code slot} is released (or returned). */
@@ -232,9 +320,38 @@ public final class CounterFile implements AutoCloseable {
         return state(slot) == RELEASED;
     }
 
+    /**
+     * Owner: true once the token it handed out in {@code slot} for tag {@code tag} came back,
+     * false while it is in flight or held.
+     *
+     * @throws InvalidDataException when the slot holds a word no legal transition of that token
+     *                              produces (another tag, FREE, an unknown state, a holder
+     *                              outside the peer table): the file was damaged
+     */
+    public boolean isReturned(int slot, int tag) {
+        long w = (long) LONG.getVolatile(mem, slotOffset(checkSlot(slot)));
+        if (CounterFileLayout.tag(w) == tag) {
+            int st = CounterFileLayout.state(w);
+            int holder = CounterFileLayout.holder(w);
+            if (w == word(RELEASED, tag)) {
+                return true;
+            }
+            if (w == word(IN_FLIGHT, tag) || (st == HELD && holder >= 0 && holder < peerCapacity)) {
+                return false;
+            }
+        }
+        throw new InvalidDataException(this + " is damaged: slot " + slot + " holds 0x" + Long.toHexString(w)
+                + ", which no token handed out with tag 0x" + Integer.toHexString(tag) + " can hold");
+    }
+
     /** The state of a slot's token: {@link CounterFileLayout#FREE} .. {@link CounterFileLayout#RELEASED}. */
     public int state(int slot) {
         return CounterFileLayout.state((long) LONG.getVolatile(mem, slotOffset(checkSlot(slot))));
+    }
+
+    /** The range tag of the token in {@code slot} (0 while it is FREE). */
+    public int tag(int slot) {
+        return CounterFileLayout.tag((long) LONG.getVolatile(mem, slotOffset(checkSlot(slot))));
     }
 
     /** The process holding the token in {@code slot}, if it is held. */
@@ -257,40 +374,128 @@ public final class CounterFile implements AutoCloseable {
     }
 
     /**
-     * Releases every token {@code holder} holds in this file and answers how many. Used to
-     * reclaim the tokens of a dead process, and by a process giving back what it still
-     * holds as it shuts down. Exact: each token moves by CAS from HELD(holder) to RELEASED,
-     * so racing callers (or the holder's own release) never count one twice.
+     * Releases every token {@code holder} holds in this file and answers how many: the
+     * owner reclaiming a dead process's tokens. Exact: each token moves by CAS from
+     * HELD(holder) to RELEASED, so racing callers (or the holder's own release) never count
+     * one twice. Leaves the holder's entries in place (see {@link #reclaimDeadPeers}).
      */
     public int releaseAllHeldBy(ProcessIdentity holder) {
         int count = 0;
         for (int peer = 0; peer < peerCapacity; peer++) {
             if (holder.equals(peerOrNull(peer))) {
-                long word = held(peer);
-                int n = handedOut();
-                for (int s = 0; s < n; s++) {
-                    if (LONG.compareAndSet(mem, slotOffset(s), word, (long) RELEASED)) {
-                        released();
-                        count++;
-                    }
-                }
+                count += releaseHeldBy(peer);
             }
         }
         return count;
+    }
+
+    private int releaseHeldBy(int peer) {
+        int count = 0;
+        long low = held(peer);
+        int n = handedOut();
+        for (int s = 0; s < n; s++) {
+            if (moveKeepingTag(slotOffset(s), low, RELEASED)) {
+                released();
+                count++;
+            }
+        }
+        return count;
+    }
+
+    /**
+     * This process leaves the file cleanly: releases every token it still holds through this
+     * instance, then frees its peer entry (start word, then pid word) for another process.
+     * Returns the tokens released. The caller guarantees that no claim through this instance
+     * runs concurrently; a later claim registers again.
+     */
+    public synchronized int leave() {
+        int peer = selfPeer;
+        if (peer < 0) {
+            return 0;
+        }
+        int released = releaseHeldBy(peer);
+        long off = peerOffset(peer);
+        LONG.setVolatile(mem, off + 8, 0L);
+        LONG.setVolatile(mem, off, 0L);
+        selfPeer = -1;
+        return released;
+    }
+
+    /**
+     * Owner only, from the one thread that serialises dead-peer reclamation (the collector,
+     * under its pool's lock): for every peer that is DEAD by the directory's verdict,
+     * releases its tokens, then frees its entry; frees entries left registering by a process
+     * of which no life file is held any more. UNKNOWN counts as alive: it costs a leak, never
+     * a use of freed memory. Each reclaimed peer with tokens is reported to {@code onReclaim}.
+     * Returns the tokens released.
+     */
+    public int reclaimDeadPeers(ObjIntConsumer<ProcessIdentity> onReclaim) {
+        requireOwner();
+        int count = 0;
+        for (int peer = 0; peer < peerCapacity; peer++) {
+            long off = peerOffset(peer);
+            long pid = (long) LONG.getVolatile(mem, off);
+            if (pid <= 0) {
+                continue; // free, or garbage that no process can own: left alone
+            }
+            long start = (long) LONG.getVolatile(mem, off + 8);
+            if (start == 0) {
+                if (registrantGone(pid) && (long) LONG.getVolatile(mem, off + 8) == 0) {
+                    compareAndSet(off, pid, 0L);
+                }
+                continue;
+            }
+            ProcessIdentity id = new ProcessIdentity(pid, start);
+            if (directory.verdict(id) != Verdict.DEAD) {
+                continue;
+            }
+            int n = releaseHeldBy(peer);
+            count += n;
+            if (n > 0) {
+                onReclaim.accept(id, n);
+            }
+            // DEAD is final: nobody else writes this entry until it is free again
+            LONG.setVolatile(mem, off + 8, 0L);
+            compareAndSet(off, pid, 0L);
+        }
+        return count;
+    }
+
+    /**
+     * Whether a registrant of {@code pid} that wrote its pid but not its start can no longer
+     * finish: it held its life lock before the pid, so while it runs some life file of that
+     * pid in the directory is locked. Gone when none is ALIVE or UNKNOWN.
+     */
+    private boolean registrantGone(long pid) {
+        String anyStart = LifeFile.name(directory, new ProcessIdentity(pid, 0));
+        String lifePrefix = anyStart.substring(0, anyStart.length() - 16); // the name ends with 16 hex digits of start
+        try (Stream<Path> names = Files.list(directory.path())) {
+            return names.map(p -> p.getFileName().toString())
+                    .filter(n -> n.startsWith(lifePrefix) && n.length() == lifePrefix.length() + 16)
+                    .map(n -> lifeIdentity(pid, n.substring(lifePrefix.length())))
+                    .allMatch(id -> id != null && directory.verdict(id) == Verdict.DEAD);
+        } catch (IOException | UncheckedIOException e) {
+            return false;
+        }
+    }
+
+    private static ProcessIdentity lifeIdentity(long pid, String startHex) {
+        try {
+            return new ProcessIdentity(pid, Long.parseUnsignedLong(startHex, 16));
+        } catch (NumberFormatException e) {
+            return null; // not a life file's name: no evidence
+        }
     }
 
     /** Tokens {@code holder} holds in this file now. */
     public int heldBy(ProcessIdentity holder) {
         int count = 0;
         for (int peer = 0; peer < peerCapacity; peer++) {
-            if ((long) LONG.getVolatile(mem, peerOffset(peer)) == 0) {
-                break; // entries are claimed in order
-            }
             if (holder.equals(peerOrNull(peer))) {
-                long word = held(peer);
+                long low = held(peer);
                 int n = handedOut();
                 for (int s = 0; s < n; s++) {
-                    if ((long) LONG.getVolatile(mem, slotOffset(s)) == word) {
+                    if (low((long) LONG.getVolatile(mem, slotOffset(s))) == low) {
                         count++;
                     }
                 }
@@ -300,8 +505,8 @@ public final class CounterFile implements AutoCloseable {
     }
 
     /** The processes holding at least one token of this file now (alive or not). */
-    public java.util.Set<ProcessIdentity> currentHolders() {
-        java.util.BitSet peers = new java.util.BitSet();
+    public Set<ProcessIdentity> currentHolders() {
+        BitSet peers = new BitSet();
         int n = handedOut();
         for (int s = 0; s < n; s++) {
             int peer = CounterFileLayout.holder((long) LONG.getVolatile(mem, slotOffset(s)));
@@ -309,24 +514,32 @@ public final class CounterFile implements AutoCloseable {
                 peers.set(peer);
             }
         }
-        java.util.Set<ProcessIdentity> holders = new java.util.HashSet<>();
-        peers.stream().mapToObj(this::peerOrNull).filter(java.util.Objects::nonNull).forEach(holders::add);
+        Set<ProcessIdentity> holders = new HashSet<>();
+        peers.stream().mapToObj(this::peerOrNull).filter(Objects::nonNull).forEach(holders::add);
         return holders;
     }
 
-    /** The processes registered as holders in this file (alive or not), in registration order. */
-    public java.util.List<ProcessIdentity> holders() {
-        java.util.List<ProcessIdentity> list = new java.util.ArrayList<>();
+    /** The processes registered in this file's peer table now (alive or not), in table order. */
+    public List<ProcessIdentity> holders() {
+        List<ProcessIdentity> list = new ArrayList<>();
         for (int peer = 0; peer < peerCapacity; peer++) {
-            if ((long) LONG.getVolatile(mem, peerOffset(peer)) == 0) {
-                break; // entries are claimed in order
-            }
             ProcessIdentity p = peerOrNull(peer);
             if (p != null) {
                 list.add(p);
             }
         }
         return list;
+    }
+
+    /** Peer entries not free (registered or registering) now. */
+    public int peersInUse() {
+        int used = 0;
+        for (int peer = 0; peer < peerCapacity; peer++) {
+            if ((long) LONG.getVolatile(mem, peerOffset(peer)) != 0) {
+                used++;
+            }
+        }
+        return used;
     }
 
     /** The identity recorded in peer entry {@code peer}, or null when the entry is empty or being registered. */
@@ -343,7 +556,7 @@ public final class CounterFile implements AutoCloseable {
         return peerOrNull(peer);
     }
 
-    /** This process's peer index in this file, registering it on first use. */
+    /** This instance's peer index in this file, registering this process on first use. */
     private int selfPeer() {
         int p = selfPeer;
         if (p < 0) {
@@ -356,19 +569,31 @@ public final class CounterFile implements AutoCloseable {
         if (selfPeer >= 0) {
             return selfPeer;
         }
+        // the life lock before the identity is written: from now on the owner can tell
+        // whether we run (and a pid without start ticks is never taken for dead while we do)
+        directory.holdLifeLock();
         for (int peer = 0; peer < peerCapacity; peer++) {
             long off = peerOffset(peer);
-            long pid = (long) LONG.getVolatile(mem, off);
-            if (pid == me.pid() && (long) LONG.getVolatile(mem, off + 8) == me.startTicks()) {
-                return selfPeer = peer;
-            }
-            if (pid == 0 && LONG.compareAndSet(mem, off, 0L, me.pid())) {
+            if (compareAndSet(off, 0L, me.pid())) {
                 LONG.setVolatile(mem, off + 8, me.startTicks());
                 return selfPeer = peer;
             }
         }
-        throw new RefshareException(this + ": all " + peerCapacity + " peer entries are taken; too many processes hold"
-                + " tokens of one producer file");
+        throw new ResourceLimitException("all " + peerCapacity + " peer entries of " + this + " (owner " + owner
+                + ") are held by live processes, or by dead ones its owner has not reclaimed yet; the producer raises"
+                + " the limit with RefshareConfig.withPeersPerCounterFile (this file has " + peerCapacity + ")");
+    }
+
+    /**
+     * Compare-and-set of the word at {@code off}, after a plain volatile read of it that
+     * fails fast. The read matters beyond speed: when another process truncated the file, a
+     * read of the lost page raises an {@link InternalError} the caller can handle, while the
+     * JVM's compare-and-set on it (interpreted, at least) is not guarded and a SIGBUS there
+     * kills the whole process. A truncation between the read and the CAS can still do that;
+     * the window is a few instructions wide.
+     */
+    private boolean compareAndSet(long off, long expected, long next) {
+        return (long) LONG.getVolatile(mem, off) == expected && LONG.compareAndSet(mem, off, expected, next);
     }
 
     private int checkSlot(int slot) {

@@ -22,7 +22,8 @@ package io.refshare.counter;
  *
  * <ul>
  * <li><b>handed out</b>: slots given out so far, written only by the owner (slots are handed
- *     out sequentially by increasing offset and never twice in one file).</li>
+ *     out sequentially by increasing offset and never twice in one file). Informative: the
+ *     owner counts in its own memory and never trusts this word.</li>
  * <li><b>flags</b>: {@link #FLAG_RETIRED} once the owner hands out no more slots from this file.</li>
  * <li><b>releases</b>: incremented by every process that releases a slot; a cheap
  *     "something changed" signal for the owner's collection, and a statistic. Its low 32
@@ -30,22 +31,40 @@ package io.refshare.counter;
  * <li><b>collector waiting</b>: non-zero while the owner's collector sleeps on the releases
  *     word; a releasing process then wakes it, so memory comes back within microseconds of
  *     the last release, while no release pays a system call when nobody sleeps.</li>
- * <li><b>peer table</b>: processes that hold slots, each entry claimed once by a
- *     compare-and-set of its pid word from 0, then its start ticks are written. An entry
- *     whose start ticks are still 0 is being registered.</li>
+ * <li><b>peer table</b>: the processes that hold (or held) tokens of this file. An entry is
+ *     (pid word, start ticks word) and is <i>free</i> (pid 0), <i>registering</i> (pid set,
+ *     start 0) or <i>registered</i>. A registrant first holds its life lock in the directory
+ *     ({@link io.refshare.shm.ShmDirectory#holdLifeLock()}), then CASes the pid word of any
+ *     free entry from 0 to its pid, then writes its start ticks. Entries are recycled, so
+ *     free and used ones interleave: every scan covers the whole table. An entry is freed
+ *     (start word to 0, then pid word to 0) only after every token it holds is released, and
+ *     only by
+ *     <ul>
+ *     <li>its own process, leaving cleanly (it released its tokens first), or</li>
+ *     <li>the file's owner (its collector, one thread at a time) once the process is DEAD
+ *         by the life-file verdict and its tokens were reclaimed, or when the entry was left
+ *         registering by a process of that pid of which no life file is held any more.</li>
+ *     </ul>
+ *     Nobody else frees another process's entry: a third process racing the owner could
+ *     release the tokens of the entry's next occupant.</li>
  * <li><b>slot</b>: one counted reference (a <i>token</i>) of one message, as a state word:
  * <pre>
  *   63                            32 31                      8 7          0
  *   +-------------------------------+-------------------------+------------+
- *   |          reserved (0)         |   holder peer index + 1 |   state    |
+ *   |           range tag           |   holder peer index + 1 |   state    |
  *   +-------------------------------+-------------------------+------------+
- *   state: 0 FREE (not handed out), 1 IN_FLIGHT (counted at send, no holder yet),
- *          2 HELD (by the peer named in the holder field), 3 RELEASED
+ *   state: 0 FREE (not handed out; the whole word is 0), 1 IN_FLIGHT (counted at send,
+ *          no holder yet), 2 HELD (by the peer named in the holder field), 3 RELEASED
+ *   range tag: {@link RangeTag} of the block the token was handed out for
  * </pre>
  *     Every transition is one compare-and-set of the whole word, so a reference moves
  *     from the sender to exactly one holder and back to nobody exactly once: it can be
  *     neither taken twice nor released twice, and a dead holder's references are found
- *     by its peer index alone.</li>
+ *     by its peer index alone. The owner hands out {@code IN_FLIGHT | tag << 32}; a claim
+ *     CASes {@code IN_FLIGHT | tag << 32} to {@code HELD(peer) | tag << 32} with the tag
+ *     computed from the descriptor received, so a genuine token presented with another
+ *     block's range is refused; every later transition compares the low 32 bits and keeps
+ *     the tag.</li>
  * </ul>
  *
  * <p>The layout and every token transition are specified in
@@ -96,8 +115,24 @@ public final class CounterFileLayout {
         return slotsOffset(peerCapacity) + (long) slotCapacity * SLOT_LENGTH;
     }
 
+    /** The low 32 bits of a HELD word: state and holder, no tag. */
     public static long held(int peer) {
         return HELD | ((long) (peer + 1) << 8);
+    }
+
+    /** A whole slot word: {@code low} (state and holder) under {@code tag}. */
+    public static long word(long low, int tag) {
+        return ((long) tag << 32) | (low & LOW_MASK);
+    }
+
+    /** The low 32 bits of a slot word: state and holder. */
+    public static long low(long word) {
+        return word & LOW_MASK;
+    }
+
+    /** The range tag of a slot word. */
+    public static int tag(long word) {
+        return (int) (word >>> 32);
     }
 
     public static int state(long word) {
@@ -108,4 +143,6 @@ public final class CounterFileLayout {
     public static int holder(long word) {
         return state(word) == HELD ? (int) ((word >>> 8) & 0xFF_FFFF) - 1 : -1;
     }
+
+    private static final long LOW_MASK = 0xFFFF_FFFFL;
 }

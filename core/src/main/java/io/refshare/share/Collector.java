@@ -1,10 +1,9 @@
 package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
-import io.refshare.shm.ProcessIdentity;
 
-import java.util.HashSet;
-import java.util.Set;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -16,12 +15,22 @@ import java.util.concurrent.locks.LockSupport;
  * empty limbo unparks it. Releases into an older counter file wake nobody: those blocks wait
  * for the sleep to end ({@value #SLEEP_MILLIS} ms at most). Polling faster while an old file
  * has tokens out was considered and left out: a consumer may hold such a token for hours.</li>
- * <li>Every {@value #HOUSEKEEPING_MILLIS} ms it looks for holders of its tokens that have
- * died (pid and start time no longer running) and releases their tokens exactly once, so
- * a killed consumer's memory comes back well within a second; unmaps idle received
- * segments their senders removed; runs the {@link Sharing#addHousekeeping housekeeping tasks}
- * (holders reclaiming their dead readers); and publishes the process's {@link StatusFile}.</li>
+ * <li>Every {@value #HOUSEKEEPING_MILLIS} ms it reclaims the tokens of holders that died
+ * (DEAD by the directory's life files; UNKNOWN counts as alive) and frees their peer
+ * entries, so a killed consumer's memory comes back well within a second; unmaps idle
+ * received segments their senders removed; runs the {@link Sharing#addHousekeeping
+ * housekeeping tasks} (holders reclaiming their dead readers); and publishes the process's
+ * {@link StatusFile}.</li>
  * </ul>
+ *
+ * <h2>Surviving damage</h2>
+ * Every step runs on its own and the thread survives whatever a step throws short of a
+ * virtual machine error (see {@link Failures}; the {@link InternalError} of a fault on a
+ * truncated mapping is survived). A damaged counter file is quarantined by its pool, a
+ * damaged status file is no longer written, and the next step and the next round go on, so
+ * the other files' references are still reclaimed and {@code collect()} and allocation
+ * pressure still work. A step that keeps failing is logged once, then again only after it
+ * has succeeded in between.
  */
 final class Collector implements Runnable {
     static final long SLEEP_MILLIS = 10;
@@ -31,7 +40,8 @@ final class Collector implements Runnable {
     private static final System.Logger LOG = System.getLogger(Collector.class.getName());
 
     private final Sharing sharing;
-    private final Set<ProcessIdentity> knownDead = new HashSet<>();
+    /** Steps whose last run failed: their next failure is not logged again. */
+    private final Map<String, Boolean> failing = new HashMap<>();
 
     Collector(Sharing sharing) {
         this.sharing = sharing;
@@ -41,20 +51,33 @@ final class Collector implements Runnable {
     public void run() {
         long nextHousekeeping = System.nanoTime();
         while (!sharing.isClosed()) {
-            try {
-                waitForWork();
-                if (System.nanoTime() - nextHousekeeping >= 0) {
-                    reclaimDeadHolders();
-                    sharing.runHousekeeping(); // holders of this process reclaim their dead readers
-                    sharing.receiveCache().dropIdleRemoved();
-                    sharing.publishStatus();
-                    nextHousekeeping = System.nanoTime() + HOUSEKEEPING_MILLIS * 1_000_000;
-                }
-            } catch (RuntimeException e) {
-                if (!sharing.isClosed()) {
-                    LOG.log(System.Logger.Level.WARNING, "background collection failed", e);
-                }
+            boolean waited = step("collecting the limbo", this::waitForWork);
+            if (!waited) {
+                LockSupport.parkNanos(SLEEP_MILLIS * 1_000_000); // no busy loop over a failing step
             }
+            if (System.nanoTime() - nextHousekeeping >= 0) {
+                step("reclaiming the references of dead processes", this::reclaimDeadHolders);
+                step("housekeeping", sharing::runHousekeeping); // holders reclaim their dead readers
+                step("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
+                step("publishing the status file", sharing::publishStatus);
+                nextHousekeeping = System.nanoTime() + HOUSEKEEPING_MILLIS * 1_000_000;
+            }
+        }
+    }
+
+    /** Runs one step; true when it completed. */
+    private boolean step(String what, Runnable step) {
+        try {
+            step.run();
+            failing.remove(what);
+            return true;
+        } catch (Throwable t) {
+            Failures.rethrowIfFatal(t);
+            if (!sharing.isClosed() && failing.put(what, Boolean.TRUE) == null) {
+                LOG.log(System.Logger.Level.WARNING, "background " + what + " failed; the collector goes on (logged"
+                        + " once until it succeeds again)", t);
+            }
+            return false;
         }
     }
 
@@ -68,11 +91,8 @@ final class Collector implements Runnable {
         try {
             if (current == null) {
                 LockSupport.parkNanos(SLEEP_MILLIS * 1_000_000);
-                return;
-            }
-            long seen = current.releases();
-            if (sharing.collect() == 0 || sharing.limbo().size() > 0) {
-                current.awaitRelease(seen, SLEEP_MILLIS * 1_000_000);
+            } else {
+                sleepOnReleases(files, current);
             }
         } finally {
             files.unpin();
@@ -81,8 +101,26 @@ final class Collector implements Runnable {
         LockSupport.parkNanos(REST_MICROS * 1_000);
     }
 
+    /** Collects, and sleeps on {@code current}'s release word while blocks still wait. */
+    private void sleepOnReleases(CounterFilePool files, CounterFile current) {
+        long seen;
+        try {
+            seen = current.releases();
+        } catch (RuntimeException | InternalError e) {
+            files.damaged(current, e); // its release word cannot be read: quarantined, never slept on again
+            return;
+        }
+        if (sharing.collect() == 0 || sharing.limbo().size() > 0) {
+            try {
+                current.awaitRelease(seen, SLEEP_MILLIS * 1_000_000);
+            } catch (RuntimeException | InternalError e) {
+                files.damaged(current, e);
+            }
+        }
+    }
+
     private void reclaimDeadHolders() {
-        int reclaimed = sharing.counterFiles().reclaimDeadHolders(knownDead);
+        int reclaimed = sharing.counterFiles().reclaimDeadHolders();
         if (reclaimed > 0) {
             LOG.log(System.Logger.Level.INFO, "reclaimed {0} references held by dead processes", reclaimed);
             sharing.reclaimed(reclaimed);

@@ -1,29 +1,60 @@
 package io.refshare.share;
 
+import io.refshare.RefshareException;
 import io.refshare.counter.CounterFile;
 import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 
-import java.util.HashMap;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The sender's counter files: tokens are handed out from the current file, a full file is
  * retired and a new one started, and a retired file is unlinked and unmapped as soon as
- * every token it handed out has come back to its sender ({@link #returned}).
+ * every token it handed out has come back to its sender ({@link #isReturned}).
+ *
+ * <p><b>Damaged files.</b> Any process of this uid can write (or truncate) a counter file.
+ * A file whose slot words no legal transition produces, or whose mapping faults, is
+ * <i>quarantined</i>: it is logged once, no token is handed out from it again (the next share
+ * starts a fresh file), and it is no longer scanned. Its tokens never count as returned:
+ * the blocks they keep stay in the limbo until this process closes, since after damage
+ * nothing can prove that the consumers holding them are done. That costs memory, never a
+ * block reused under a reader. A quarantined file is unlinked when the pool closes.
+ *
+ * <p>The pool's lock serialises everything that changes the files' bookkeeping, including
+ * {@link #reclaimDeadHolders}: the owner's reclamation of dead peers, the only place where
+ * another process's peer entry is freed, runs here on one thread at a time.
  */
 final class CounterFilePool {
+    private static final System.Logger LOG = System.getLogger(CounterFilePool.class.getName());
+
+    /** A counter file of ours and what we know of it without trusting its contents. */
+    private static final class OwnFile {
+        final CounterFile file;
+        /** Tokens handed out and not yet seen back. */
+        int outstanding;
+        /** Its last slot was handed out: no more will be. */
+        boolean retired;
+        volatile boolean damaged;
+
+        OwnFile(CounterFile file) {
+            this.file = file;
+        }
+    }
+
     private final ShmDirectory directory;
     private final int slotsPerFile;
     private final int peersPerFile;
-    /** Tokens handed out and not yet returned, per file. */
-    private final Map<CounterFile, int[]> outstanding = new HashMap<>();
-    private final Map<String, CounterFile> byName = new HashMap<>();
-    private CounterFile current;
+    private final Map<CounterFile, OwnFile> files = new ConcurrentHashMap<>();
+    private final Map<String, OwnFile> byName = new ConcurrentHashMap<>();
+    private OwnFile current;
     /** The file the collector sleeps on: it must stay mapped until the collector wakes. */
     private CounterFile pinned;
     private boolean pinnedIsDone;
+    private boolean closed;
 
     CounterFilePool(ShmDirectory directory, int slotsPerFile, int peersPerFile) {
         this.directory = directory;
@@ -31,52 +62,120 @@ final class CounterFilePool {
         this.peersPerFile = peersPerFile;
     }
 
-    synchronized Token handOut() {
-        if (current == null) {
-            current = open();
+    /**
+     * A token for the block of range tag {@code tag}. A current file found damaged is
+     * quarantined and a fresh one used; only when a fresh file fails too does this throw.
+     */
+    synchronized Token handOut(int tag) {
+        RefshareException failure = null;
+        for (int fresh = 0; fresh < 2; ) {
+            if (current == null) {
+                current = open();
+                fresh++;
+            }
+            OwnFile f = current;
+            try {
+                int slot = f.file.handOut(tag);
+                if (slot >= 0) {
+                    f.outstanding++;
+                    if (slot + 1 == f.file.slotCapacity()) {
+                        f.retired = true;
+                        current = null; // the next token starts a new file
+                    }
+                    return new Token(f.file, slot, tag);
+                }
+                f.retired = true;
+                current = null;
+            } catch (RuntimeException | InternalError e) {
+                quarantine(f, e);
+                failure = new RefshareException("cannot hand out a reference token: " + f.file + " failed", e);
+            }
         }
-        int slot = current.handOut();
-        if (slot < 0) {
-            current = open();
-            slot = current.handOut();
-        }
-        outstanding.get(current)[0]++;
-        return new Token(current, slot);
+        throw failure != null ? failure : new RefshareException("cannot hand out a reference token");
     }
 
-    private CounterFile open() {
-        CounterFile f = CounterFile.create(directory, slotsPerFile, peersPerFile);
-        outstanding.put(f, new int[1]);
-        byName.put(f.name(), f);
+    private OwnFile open() {
+        OwnFile f = new OwnFile(CounterFile.create(directory, slotsPerFile, peersPerFile));
+        files.put(f.file, f);
+        byName.put(f.file.name(), f);
         return f;
     }
 
-    /** A token of ours came back (released, returned or reclaimed) and was seen by its sender. */
-    synchronized void returned(Token token) {
-        CounterFile f = token.file();
-        int[] left = outstanding.get(f);
-        if (left == null) {
-            return; // the pool was closed; the file is gone already
+    /**
+     * Whether a token of ours came back (released, returned or reclaimed); a true answer is
+     * given once per token and does its bookkeeping (a retired file whose last token came
+     * back is removed). Never true for a token of a quarantined file, nor for one of a file
+     * found damaged by this very check.
+     */
+    boolean isReturned(Token token) {
+        OwnFile f = files.get(token.file());
+        if (f == null) {
+            return true; // the pool was closed; the file is gone already
         }
-        if (--left[0] == 0 && f.isRetired()) {
-            outstanding.remove(f);
-            byName.remove(f.name());
-            if (f == current) {
-                current = null; // its last slot was handed out: the next token starts a new file
+        if (f.damaged) {
+            return false;
+        }
+        boolean back;
+        try {
+            back = token.file().isReturned(token.slot(), token.tag());
+        } catch (RuntimeException | InternalError e) {
+            synchronized (this) {
+                quarantine(f, e);
             }
-            f.unlink();
-            if (f == pinned) {
+            return false;
+        }
+        if (back) {
+            returned(f);
+        }
+        return back;
+    }
+
+    private synchronized void returned(OwnFile f) {
+        if (closed || f.damaged) {
+            return;
+        }
+        if (--f.outstanding == 0 && f.retired) {
+            files.remove(f.file);
+            byName.remove(f.file.name());
+            f.file.unlink();
+            if (f.file == pinned) {
                 pinnedIsDone = true;
             } else {
-                f.close();
+                f.file.close();
             }
+        }
+    }
+
+    /** {@code file} of ours failed while being used (a fault, a slot no token can hold): quarantine it. */
+    synchronized void damaged(CounterFile file, Throwable cause) {
+        OwnFile f = files.get(file);
+        if (f != null) {
+            quarantine(f, cause);
+        }
+    }
+
+    private void quarantine(OwnFile f, Throwable cause) {
+        if (f.damaged || closed) {
+            return;
+        }
+        f.damaged = true;
+        if (current == f) {
+            current = null;
+        }
+        LOG.log(System.Logger.Level.WARNING, "quarantined " + f.file + ": it is damaged (written or truncated by "
+                + "another process). New shares use a fresh file; the " + f.outstanding + " references it still "
+                + "counts keep their blocks in the limbo until this process closes", cause);
+        try {
+            f.file.retire(); // tells receivers it hands out nothing more; best effort on a damaged file
+        } catch (RuntimeException | InternalError ignored) {
+            // unreachable memory: nothing more to tell
         }
     }
 
     /** The current file, kept mapped until {@link #unpin()}; null before the first. */
     synchronized CounterFile pinCurrent() {
-        pinned = current;
-        return current;
+        pinned = current == null ? null : current.file;
+        return pinned;
     }
 
     synchronized void unpin() {
@@ -87,67 +186,102 @@ final class CounterFilePool {
         pinned = null;
     }
 
-    /** Our own counter file of this name, or null when it is not (or no longer) ours. */
-    synchronized CounterFile ownFile(String name) {
-        return byName.get(name);
+    /** Our own healthy counter file of this name, or null when it is not (or no longer) ours. */
+    CounterFile ownFile(String name) {
+        OwnFile f = byName.get(name);
+        return f == null || f.damaged ? null : f.file;
     }
 
-    /** Tokens of ours handed out and not yet released, across our files (a scan: not for hot paths). */
+    /**
+     * Tokens of ours handed out and not yet released, across our files (a scan: not for hot
+     * paths). A quarantined file counts every token not seen back.
+     */
     synchronized long liveTokens() {
         long live = 0;
-        for (CounterFile f : outstanding.keySet()) {
-            live += f.live();
+        for (OwnFile f : List.copyOf(files.values())) {
+            if (!f.damaged) {
+                try {
+                    live += f.file.live();
+                    continue;
+                } catch (RuntimeException | InternalError e) {
+                    quarantine(f, e);
+                }
+            }
+            live += f.outstanding;
         }
         return live;
     }
 
     /**
-     * Releases every token held by a process that died (pid and start time no longer
-     * running), once per dead process; returns the tokens reclaimed.
+     * The owner's reclamation of dead peers in every healthy file of ours (see
+     * {@link CounterFile#reclaimDeadPeers}); returns the tokens reclaimed. A file that fails
+     * is quarantined and the others are still reclaimed.
      */
-    synchronized int reclaimDeadHolders(java.util.Set<ProcessIdentity> knownDead) {
+    synchronized int reclaimDeadHolders() {
         int reclaimed = 0;
-        for (CounterFile f : outstanding.keySet()) {
-            for (ProcessIdentity holder : f.holders()) {
-                if (!knownDead.contains(holder) && !holder.isAlive()) {
-                    knownDead.add(holder);
-                }
-                if (knownDead.contains(holder)) {
-                    int n = f.releaseAllHeldBy(holder);
-                    reclaimed += n;
-                    Events.Reclaim event = new Events.Reclaim();
-                    if (n > 0 && event.shouldCommit()) {
-                        event.pid = holder.pid();
-                        event.references = n;
-                        event.commit();
-                    }
-                }
+        for (OwnFile f : List.copyOf(files.values())) {
+            if (f.damaged) {
+                continue;
+            }
+            try {
+                reclaimed += f.file.reclaimDeadPeers(CounterFilePool::reclaimEvent);
+            } catch (RuntimeException | InternalError e) {
+                quarantine(f, e);
             }
         }
         return reclaimed;
     }
 
-    /** Tokens of ours that {@code holder} holds now (a scan: for tests and tools). */
+    private static void reclaimEvent(ProcessIdentity holder, int references) {
+        Events.Reclaim event = new Events.Reclaim();
+        if (event.shouldCommit()) {
+            event.pid = holder.pid();
+            event.references = references;
+            event.commit();
+        }
+    }
+
+    /** Tokens of ours that {@code holder} holds now (a scan: for tests and tools; quarantined files are skipped). */
     synchronized long heldBy(ProcessIdentity holder) {
         long n = 0;
-        for (CounterFile f : outstanding.keySet()) {
-            n += f.heldBy(holder);
+        for (OwnFile f : files.values()) {
+            if (!f.damaged) {
+                try {
+                    n += f.file.heldBy(holder);
+                } catch (RuntimeException | InternalError e) {
+                    quarantine(f, e);
+                }
+            }
         }
         return n;
     }
 
-    synchronized int liveFiles() {
-        return outstanding.size();
+    /** Counter files of ours still needed, quarantined ones included. */
+    int liveFiles() {
+        return files.size();
+    }
+
+    /** Quarantined counter files of ours. */
+    int quarantinedFiles() {
+        int n = 0;
+        for (OwnFile f : files.values()) {
+            if (f.damaged) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Unlinks and unmaps every file: processes still holding tokens keep their own mappings. */
     synchronized void close() {
-        for (CounterFile f : outstanding.keySet()) {
-            f.unlink();
-            f.close();
-        }
-        outstanding.clear();
+        closed = true;
+        List<OwnFile> all = new ArrayList<>(files.values());
+        files.clear();
         byName.clear();
         current = null;
+        for (OwnFile f : all) {
+            f.file.unlink();
+            f.file.close();
+        }
     }
 }

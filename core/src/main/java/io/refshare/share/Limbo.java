@@ -62,9 +62,18 @@ final class Limbo {
             }
             waiting.subList(keep, waiting.size()).clear();
         }
+        // every block taken out is disposed of and uncounted, whatever one disposal throws:
+        // one left counted would keep collectAndSettle waiting for good
+        RuntimeException failure = null;
         for (SentBlock b : free) {
             try {
                 b.storage().dispose();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
             } finally {
                 synchronized (this) {
                     blocks--;
@@ -73,6 +82,9 @@ final class Limbo {
                     notifyAll(); // for settle()
                 }
             }
+        }
+        if (failure != null) {
+            throw failure;
         }
         Events.LimboCollect event = new Events.LimboCollect();
         if (event.shouldCommit() && !free.isEmpty()) {

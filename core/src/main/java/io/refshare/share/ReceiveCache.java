@@ -4,7 +4,6 @@ import io.refshare.InvalidDataException;
 import io.refshare.counter.CounterFile;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
-import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
@@ -86,6 +85,7 @@ final class ReceiveCache {
         }
     }
 
+    private static final System.Logger LOG = System.getLogger(ReceiveCache.class.getName());
     private final ShmDirectory directory;
     static final int MAX_IDLE_SEGMENTS = 64;
 
@@ -162,10 +162,19 @@ final class ReceiveCache {
                 event.slot = token.slot();
                 event.commit();
             }
-            if (!token.file().release(token.slot())) {
+            boolean released;
+            try {
+                released = token.file().release(token.slot());
+            } catch (RuntimeException | InternalError e) {
+                // the sender's file was truncated or broken by another process: nothing to give back
+                LOG.log(System.Logger.Level.WARNING, "cannot release token " + token.slot() + " of " + token.file()
+                        + ": the file is damaged", e);
+                return;
+            }
+            if (!released) {
                 // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
-                System.getLogger(ReceiveCache.class.getName()).log(System.Logger.Level.WARNING,
-                        "token {0} of {1} was no longer held by this process", token.slot(), token.file());
+                LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process",
+                        token.slot(), token.file());
             }
         } finally {
             synchronized (this) {
@@ -201,11 +210,35 @@ final class ReceiveCache {
         m.file.close();
     }
 
+    /**
+     * One token fewer held from {@code file}. When it was the last and the sender hands out
+     * no more from the file, this process leaves it (its peer entry is freed for another) and
+     * unmaps it.
+     */
     private void dropToken(CounterFile file) {
         OpenCounters c = counters.get(file.name());
-        if (c != null && --c.tokens == 0 && file.isRetired()) {
+        if (c != null && --c.tokens == 0 && retiredOrBroken(file)) {
             counters.remove(file.name());
+            leave(file);
             file.close();
+        }
+    }
+
+    private static boolean retiredOrBroken(CounterFile file) {
+        try {
+            return file.isRetired();
+        } catch (RuntimeException | InternalError e) {
+            return true; // unreadable: nothing more will come from it
+        }
+    }
+
+    /** Leaves {@code file} cleanly; returns the tokens this gave back. A damaged file is left as it is. */
+    private static int leave(CounterFile file) {
+        try {
+            return file.leave();
+        } catch (RuntimeException | InternalError e) {
+            LOG.log(System.Logger.Level.WARNING, "cannot leave " + file + " cleanly: the file is damaged", e);
+            return 0;
         }
     }
 
@@ -218,13 +251,14 @@ final class ReceiveCache {
     }
 
     /**
-     * Gives back every token this process still holds and unmaps everything; blocks still
-     * open in this process become unusable.
+     * Gives back every token this process still holds, frees its peer entries in the
+     * senders' counter files, and unmaps everything; blocks still open in this process
+     * become unusable. Returns the tokens given back.
      */
     synchronized int close() {
         int released = 0;
         for (OpenCounters c : counters.values()) {
-            released += c.file.releaseAllHeldBy(ProcessIdentity.current());
+            released += leave(c.file);
         }
         segments.values().forEach(m -> m.file.close());
         counters.values().forEach(c -> c.file.close());

@@ -34,15 +34,14 @@ final class SentBlock {
 
     /**
      * Drops the tokens that came back, returning them to their counter files, and
-     * answers how many are still live.
+     * answers how many are still live (a token of a damaged counter file stays live for good:
+     * see {@link CounterFilePool}).
      */
     synchronized int prune() {
         int live = 0;
         for (int i = 0; i < tokens.size(); i++) {
             Token t = tokens.get(i);
-            if (t.isReleased()) {
-                storage.sharing.counterFiles().returned(t);
-            } else {
+            if (!storage.sharing.counterFiles().isReturned(t)) {
                 tokens.set(live++, t);
             }
         }

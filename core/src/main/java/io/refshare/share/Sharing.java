@@ -4,6 +4,7 @@ import io.refshare.InvalidDataException;
 import io.refshare.RefshareException;
 import io.refshare.counter.CounterFile;
 import io.refshare.counter.CounterFileLayout;
+import io.refshare.counter.RangeTag;
 import io.refshare.memory.AllocatorStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.HostBackend;
@@ -52,6 +53,7 @@ public final class Sharing implements AutoCloseable {
     private final LongAdder reclaimed = new LongAdder();
     private final Set<Runnable> housekeeping = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
+    private volatile boolean statusDamaged;
     // ---- device memory: created on first use (see DeviceSharing) ----
     private final Function<Sharing, DeviceSharing> deviceFactory;
     private volatile DeviceSharing device;
@@ -76,8 +78,26 @@ public final class Sharing implements AutoCloseable {
         this.collector = Thread.ofPlatform().daemon().name("refshare-collector").start(new Collector(this));
     }
 
+    /**
+     * Publishes this process's figures in its status file. A status file that fails (another
+     * process truncated it: the mapping faults) is no longer written: logged once, the rest
+     * of the collector's work goes on.
+     */
     void publishStatus() {
+        if (statusDamaged) {
+            return;
+        }
         Stats s = stats();
+        try {
+            publish(s);
+        } catch (RuntimeException | InternalError e) {
+            statusDamaged = true;
+            LOG.log(System.Logger.Level.WARNING, "the status file of this process is damaged (truncated or written by"
+                    + " another process?); it is no longer updated", e);
+        }
+    }
+
+    private void publish(Stats s) {
         status.publish(s.limboBlocks(), s.limboBytes(), s.allocator().segments(), s.allocator().segmentBytes(),
                 s.allocator().blocksInUse(), s.allocator().bytesInUse(), s.ownCounterFiles(), s.mappedSegments(),
                 s.mappedCounterFiles(), s.shared(), s.received(), s.collected());
@@ -144,7 +164,9 @@ public final class Sharing implements AutoCloseable {
             Backend backend = storage.backend();
             // device ordering first: if it fails, no token has been handed out
             byte[] event = backend == Backend.CUDA ? device().orderForSend(storage) : NO_EVENT;
-            Token token = counterFiles.handOut();
+            // binds the token to this block's exact range, as the descriptor will carry it
+            Token token = counterFiles.handOut(RangeTag.of(storage.segmentOffset(), storage.byteSize(),
+                    storage.segmentName()));
             storage.sentBlock().add(token);
             shared.increment();
             Events.Send sent = new Events.Send();
@@ -167,7 +189,13 @@ public final class Sharing implements AutoCloseable {
     /**
      * Takes the reference a descriptor carries and maps its memory. A descriptor can be
      * received once: a second attempt (here or in any process) fails without touching any
-     * count.
+     * count, and so does one naming another range than its token was handed out for.
+     *
+     * @throws io.refshare.ResourceLimitException when this process cannot record itself in
+     *         the sender's counter file (every peer entry taken): nothing was consumed, the
+     *         descriptor can be received later or by another process
+     * @throws InvalidDataException when the descriptor does not match the sender's files
+     * @throws RefshareException when the message was already received or returned, or a file is unusable
      */
     public ReceivedBlock receive(Descriptor d) {
         ensureOpen();
@@ -181,9 +209,9 @@ public final class Sharing implements AutoCloseable {
             // everything is checked and mapped before the token is taken: a rejected message costs no count
             mapping = d.backend() == Backend.CUDA ? device().open(d)
                     : receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
-            if (!counters.claim(d.slot())) {
-                throw new RefshareException("message already received or returned: token " + d.slot() + " of "
-                        + counters + " is " + stateName(counters.state(d.slot())));
+            int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
+            if (!claim(counters, d.slot(), tag)) {
+                throw notClaimed(counters, d.slot(), tag);
             }
             received.increment();
             Events.Receive receipt = new Events.Receive();
@@ -194,7 +222,7 @@ public final class Sharing implements AutoCloseable {
                 receipt.slot = d.slot();
                 receipt.commit();
             }
-            return new ReceivedBlock(this, new Token(counters, d.slot()), mapping, d.offset(), d.length());
+            return new ReceivedBlock(this, new Token(counters, d.slot(), tag), mapping, d.offset(), d.length());
         } catch (RuntimeException e) {
             if (mapping != null) {
                 unmap(mapping);
@@ -202,6 +230,26 @@ public final class Sharing implements AutoCloseable {
             receiveCache.unholdCounters(counters);
             throw e;
         }
+    }
+
+    /** A claim, with a fault on a damaged (truncated) sender's file reported as such. */
+    private static boolean claim(CounterFile counters, int slot, int tag) {
+        try {
+            return counters.claim(slot, tag);
+        } catch (InternalError e) {
+            throw new InvalidDataException(counters + " is damaged (truncated by another process?): " + e, e);
+        }
+    }
+
+    private static RefshareException notClaimed(CounterFile counters, int slot, int tag) {
+        int state = counters.state(slot);
+        if (state == CounterFileLayout.IN_FLIGHT && counters.tag(slot) != tag) {
+            return new InvalidDataException("token " + slot + " of " + counters + " was handed out for another block"
+                    + " than the descriptor names (range tag 0x" + Integer.toHexString(counters.tag(slot))
+                    + ", the descriptor's is 0x" + Integer.toHexString(tag) + "): nothing taken");
+        }
+        return new RefshareException("message already received or returned: token " + slot + " of " + counters
+                + " is " + stateName(state));
     }
 
     private void unmap(ReceivedSegment segment) {
@@ -276,12 +324,16 @@ public final class Sharing implements AutoCloseable {
         housekeeping.remove(task);
     }
 
-    /** Called by the collector: each task on its own, so one failing (a corrupt holder file) stops no other. */
+    /**
+     * Called by the collector: each task on its own, so one failing (a corrupt holder file,
+     * a fault on a truncated one) stops no other.
+     */
     void runHousekeeping() {
         for (Runnable task : housekeeping) {
             try {
                 task.run();
-            } catch (RuntimeException e) {
+            } catch (Throwable e) {
+                Failures.rethrowIfFatal(e);
                 if (!closed) {
                     LOG.log(System.Logger.Level.WARNING, "a housekeeping task failed", e);
                 }
@@ -292,18 +344,30 @@ public final class Sharing implements AutoCloseable {
 
     /**
      * Returns the reference of a message that will never be received (its queue closed, its
-     * receiver left). False when it was already received or returned: then nothing changes.
+     * receiver left). False when it was already received or returned, or the descriptor names
+     * another range than its token was handed out for: then nothing changes.
+     *
+     * @throws RefshareException when the counter file is unusable (damaged, gone)
      */
     public boolean cancel(Descriptor d) {
+        int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
         CounterFile own = counterFiles.ownFile(d.counterFileName());
         if (own != null) {
-            return own.cancel(d.slot());
+            return cancel(own, d.slot(), tag);
         }
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
         try {
-            return counters.cancel(d.slot());
+            return cancel(counters, d.slot(), tag);
         } finally {
             receiveCache.unholdCounters(counters);
+        }
+    }
+
+    private static boolean cancel(CounterFile counters, int slot, int tag) {
+        try {
+            return counters.cancel(slot, tag);
+        } catch (InternalError e) {
+            throw new InvalidDataException(counters + " is damaged (truncated by another process?): " + e, e);
         }
     }
 

@@ -1,0 +1,253 @@
+package io.refshare.share;
+
+import io.refshare.InvalidDataException;
+import io.refshare.Refshare;
+import io.refshare.RefshareException;
+import io.refshare.counter.CounterFileLayout;
+import io.refshare.inspect.Janitor;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
+import io.refshare.tensor.Tensor;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Eventually;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import io.refshare.wire.DescriptorCodec;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.io.IOException;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.HexFormat;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/**
+ * Counter and status files that another process of this uid damaged (garbage written into
+ * them, or truncated under the producer's mappings) while the producer's collector runs.
+ * Nothing may wedge or kill a thread: the damaged counter file is quarantined and a fresh
+ * one used, and the references of a consumer killed afterwards are still reclaimed.
+ * Everything a caller sees is a {@link RefshareException}.
+ */
+class DamagedFilesTest {
+    private static final long BYTES = 50_000;
+
+    @RegisterExtension
+    final TempShm shm = new TempShm();
+
+    @Test
+    void garbageInTheNextSlotRetiresTheFileAndTheNextShareUsesAFreshOne() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config())) {
+            Tensor t = producer.allocateBytes(BYTES);
+            Patterns.fill(t.data(), 1);
+            byte[] first = producer.share(t);
+            String damaged = counterFileOf(first);
+            writeSlot(damaged, 1, 0x00C0FFEE_00000001L); // "in flight" under a tag nobody handed out
+            byte[] second = producer.share(t); // once: IllegalStateException "slot 1 was not free", for good
+            assertNotEquals(damaged, counterFileOf(second), "a fresh counter file after the damaged one");
+            byte[] third = producer.share(t);
+            assertEquals(counterFileOf(second), counterFileOf(third), "and it stays in use");
+            t.close();
+            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            try {
+                List<byte[]> messages = List.of(first, second, third);
+                for (int i = 0; i < messages.size(); i++) {
+                    consumer.send("RECV m" + i + " 1 " + HexFormat.of().formatHex(messages.get(i)));
+                    assertEquals("OK m" + i, consumer.read(), "every message arrives intact");
+                }
+                consumer.send("EXIT");
+                assertEquals("BYE", consumer.read());
+                assertEquals(0, consumer.waitFor());
+            } finally {
+                consumer.kill();
+            }
+            producer.collect();
+            assertEquals(1, producer.stats().limboBlocks(),
+                    "the block one of whose references lies in the quarantined file stays in the limbo");
+            assertEquals(2, producer.stats().ownCounterFiles(), "the quarantined file is kept until close");
+            assertCollectorAlive();
+        }
+        sweepDeadProcessesFiles();
+    }
+
+    @Test
+    void garbageOverALiveTokenQuarantinesTheFileAndReclamationGoesOn() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config())) {
+            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            try {
+                byte[] kept = shareTo(producer, consumer, "a", 1);
+                writeSlot(counterFileOf(kept), 0, 0x7FL); // a state no transition produces
+                Thread.sleep(300); // collector rounds over the damaged file
+                byte[] later = shareTo(producer, consumer, "b", 2);
+                assertNotEquals(counterFileOf(kept), counterFileOf(later));
+                assertCollectorAlive();
+            } finally {
+                consumer.kill();
+            }
+            Eventually.await(() -> producer.stats().reclaimed() == 1,
+                    "the killed consumer's reference in the fresh file is reclaimed");
+            producer.collect();
+            assertEquals(1, producer.stats().limboBlocks(), "the block counted in the damaged file stays");
+        }
+        sweepDeadProcessesFiles();
+    }
+
+    @Test
+    void aCounterFileTruncatedUnderTheSleepingCollectorIsQuarantined() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config())) {
+            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            try {
+                byte[] first = shareTo(producer, consumer, "a", 1);
+                // the collector sleeps on this file's release word while the block waits in the limbo
+                truncate(counterFileOf(first), 64);
+                Thread.sleep(300);
+                assertCollectorAlive();
+                byte[] second = shareTo(producer, consumer, "b", 2);
+                assertNotEquals(counterFileOf(first), counterFileOf(second), "a fresh file for new shares");
+                producer.collect(); // still works
+                try (Tensor pressure = producer.allocateBytes(BYTES)) {
+                    assertEquals(BYTES, pressure.data().byteSize());
+                }
+            } finally {
+                consumer.kill();
+            }
+            Eventually.await(() -> producer.stats().reclaimed() == 1,
+                    "a consumer killed after the damage is still reclaimed");
+            assertCollectorAlive();
+        }
+        sweepDeadProcessesFiles();
+    }
+
+    @Test
+    void allocationPressureStillCollectsAfterACounterFileWasQuarantined() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config().withCapacityBytes(16 << 20));
+             Refshare consumer = Refshare.open(shm.config())) {
+            Tensor before;
+            byte[] first;
+            try (Tensor t = producer.allocateBytes(1 << 20)) {
+                first = producer.share(t);
+                before = consumer.receive(first);
+            }
+            truncate(counterFileOf(first), 64); // under the collector, which sleeps on it
+            Thread.sleep(300);
+            assertCollectorAlive();
+            Tensor big;
+            try (Tensor t = producer.allocateBytes(10 << 20)) {
+                Patterns.fill(t.data(), 5);
+                byte[] second = producer.share(t);
+                assertNotEquals(counterFileOf(first), counterFileOf(second), "shared from a fresh file");
+                big = consumer.receive(second);
+            }
+            assertEquals(-1, Patterns.firstMismatch(big.data(), 5));
+            big.close();
+            try (Tensor again = producer.allocateBytes(10 << 20)) {
+                assertEquals(10 << 20, again.data().byteSize(), "the block from the fresh file was collected");
+            }
+            before.close();
+        }
+    }
+
+    @Test
+    void aTruncatedStatusFileStopsNoReclamation() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config())) {
+            truncate(ownFile(ShmKind.STATUS), 8);
+            Thread.sleep(300); // the collector publishes its status every 100 ms
+            assertCollectorAlive();
+            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            try {
+                shareTo(producer, consumer, "a", 1);
+                shareTo(producer, consumer, "b", 2);
+            } finally {
+                consumer.kill();
+            }
+            Eventually.await(() -> producer.stats().limboBlocks() == 0 && producer.stats().reclaimed() >= 2,
+                    "the killed consumer's references come back");
+            assertEquals(2, producer.stats().reclaimed(), "each once");
+            assertCollectorAlive();
+        }
+        sweepDeadProcessesFiles();
+    }
+
+    @Test
+    void aReceiverOfATruncatedCounterFileGetsARefshareException() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
+            Tensor t = producer.allocateBytes(BYTES);
+            Patterns.fill(t.data(), 3);
+            byte[] first = producer.share(t);
+            byte[] second = producer.share(t);
+            t.close();
+            consumer.receive(first).close(); // the consumer maps the counter file
+            truncate(counterFileOf(first), 64);
+            // through the existing mapping (a fault on the truncated page) ...
+            RefshareException mapped = assertThrows(RefshareException.class, () -> consumer.receive(second));
+            assertTrue(mapped.getMessage().contains("damaged"), mapped.getMessage());
+            // ... and opened afresh
+            try (Refshare another = Refshare.open(shm.config())) {
+                assertThrows(InvalidDataException.class, () -> another.receive(second));
+            }
+            Thread.sleep(300);
+            assertCollectorAlive();
+            try (Tensor u = producer.allocateBytes(BYTES)) {
+                Patterns.fill(u.data(), 4);
+                try (Tensor back = consumer.receive(producer.share(u))) {
+                    assertEquals(-1, Patterns.firstMismatch(back.data(), 4), "new shares work");
+                }
+            }
+        } // closing the consumer leaves the damaged file without a fault escaping
+    }
+
+    private static byte[] shareTo(Refshare producer, ChildJvm consumer, String id, long seed) {
+        try (Tensor t = producer.allocateBytes(BYTES)) {
+            Patterns.fill(t.data(), seed);
+            byte[] m = producer.share(t);
+            consumer.send("RECV " + id + " " + seed + " " + HexFormat.of().formatHex(m));
+            assertEquals("OK " + id, consumer.read());
+            return m;
+        }
+    }
+
+    private static String counterFileOf(byte[] message) {
+        return DescriptorCodec.decode(message).counterFileName();
+    }
+
+    private void writeSlot(String counterFile, int slot, long word) {
+        try (ShmFile f = shm.directory().open(counterFile, ShmKind.COUNTERS, CounterFileLayout.HEADER_LENGTH)) {
+            int peers = f.segment().get(ValueLayout.JAVA_INT, CounterFileLayout.PEER_CAPACITY_OFFSET);
+            f.segment().set(ValueLayout.JAVA_LONG, CounterFileLayout.slotsOffset(peers) + 8L * slot, word);
+        }
+    }
+
+    private void truncate(String name, long size) throws IOException {
+        try (FileChannel ch = FileChannel.open(shm.path().resolve(name), StandardOpenOption.WRITE)) {
+            ch.truncate(size);
+        }
+    }
+
+    private String ownFile(ShmKind kind) throws IOException {
+        ShmDirectory dir = shm.directory();
+        for (String name : shm.files()) {
+            if (dir.kindOf(name) == kind
+                    && ProcessIdentity.current().equals(FileHeader.read(shm.path().resolve(name)).owner())) {
+                return name;
+            }
+        }
+        throw new AssertionError("no " + kind + " file of this process in " + shm.files());
+    }
+
+    private static void assertCollectorAlive() {
+        long alive = Thread.getAllStackTraces().keySet().stream()
+                .filter(th -> th.getName().equals("refshare-collector") && th.isAlive()).count();
+        assertTrue(alive > 0, "the collector thread is alive");
+    }
+
+    /** The killed consumers' status and life files, as the janitor removes them. */
+    private void sweepDeadProcessesFiles() throws IOException {
+        Janitor.sweep(shm.directory(), false);
+    }
+}
