@@ -119,15 +119,7 @@ class Sharing:
             raise InvalidDataError("descriptor from %r names counter file %s of %r: a sender may only name its own"
                                    % (shm.ProcessIdentity(d.sender_pid, d.sender_start_ticks), cnt.name, cnt.owner))
         tensor_layout = d.tensor if d.tensor is not None else dc.TensorLayout("uint8", (d.length,))
-        with self._lock:
-            entry = self._segments.get(d.segment_name)
-            if entry is None:
-                entry = [Segment.open(self.dir, d.segment_name, d.segment_size), 0]
-                self._segments[d.segment_name] = entry
-            elif entry[0].size != d.segment_size:
-                raise InvalidDataError("segment %s is %d bytes, the descriptor says %d"
-                                       % (d.segment_name, entry[0].size, d.segment_size))
-            entry[1] += 1
+        segment = self.map_segment(d)
         try:
             tag = d.range_tag()
             cnt.self_peer()  # a full peer table is a ResourceLimitError before anything is claimed
@@ -137,12 +129,40 @@ class Sharing:
         except BaseException:
             self._segment_done(d.segment_name)
             raise
-        h = HeldBlock(self, entry[0], d.offset, d.length, None, (cnt, d.slot, tag))
+        h = HeldBlock(self, segment, d.offset, d.length, None, (cnt, d.slot, tag))
         h.refs = 1
         with self._lock:
             self.received += 1
             self._held[cnt.name] += 1
         return Tensor(h, tensor_layout, writable=False)
+
+    def map_segment(self, d):
+        """The segment a checked descriptor names, mapped once per process; counted until
+        _segment_done."""
+        with self._lock:
+            entry = self._segments.get(d.segment_name)
+            if entry is None:
+                entry = [Segment.open(self.dir, d.segment_name, d.segment_size), 0]
+                self._segments[d.segment_name] = entry
+            elif entry[0].size != d.segment_size:
+                raise InvalidDataError("segment %s is %d bytes, the descriptor says %d"
+                                       % (d.segment_name, entry[0].size, d.segment_size))
+            entry[1] += 1
+            return entry[0]
+
+    def view_block(self, d, finisher):
+        """A Tensor over a descriptor's block without claiming its token (a holder counts it);
+        ``finisher`` runs when the last Tensor over it closes."""
+        if d.backend != dc.BACKEND_HOST:
+            raise RefshareError("a CUDA descriptor cannot be read by the Python package (host memory only)")
+        self.dir.resolve(d.segment_name, "seg")
+        if d.offset < HEADER_BYTES:
+            raise InvalidDataError("block offset %d lies in the segment header (< %d)" % (d.offset, HEADER_BYTES))
+        segment = self.map_segment(d)
+        h = HeldBlock(self, segment, d.offset, d.length, None, None, finisher)
+        h.refs = 1
+        layout = d.tensor if d.tensor is not None else dc.TensorLayout("uint8", (d.length,))
+        return Tensor(h, layout, writable=False)
 
     def _segment_done(self, name):
         with self._lock:
@@ -168,6 +188,11 @@ class Sharing:
     def _finish(self, h):
         if h.local is not None:
             self.allocator.free(h.local)
+        elif h.finisher is not None:
+            try:
+                h.finisher()
+            finally:
+                self._segment_done(h.segment.name)
         else:
             cnt, slot, tag = h.token
             cnt.release(slot, tag)

@@ -13,9 +13,9 @@ from .errors import RefshareError
 class HeldBlock:
     """A block this process uses: its own (from the allocator) or received (holding one token).
     Counts the Tensors over it; the last close hands it to the owning Sharing."""
-    __slots__ = ("sharing", "segment", "offset", "length", "local", "token", "sent", "refs", "_lock")
+    __slots__ = ("sharing", "segment", "offset", "length", "local", "token", "sent", "refs", "_lock", "finisher")
 
-    def __init__(self, sharing, segment, offset, length, local, token=None):
+    def __init__(self, sharing, segment, offset, length, local, token=None, finisher=None):
         self.sharing = sharing
         self.segment = segment
         self.offset = offset
@@ -23,6 +23,7 @@ class HeldBlock:
         self.local = local        # an allocator Block, or None when received
         self.token = token        # (CounterFile, slot, tag) of a received block
         self.sent = []            # (CounterFile, slot) handed out for this block
+        self.finisher = finisher  # what giving it back means when neither local nor a token (a holder read)
         self.refs = 0
         self._lock = threading.Lock()
 
