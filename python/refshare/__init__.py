@@ -10,8 +10,8 @@ counting, speaking the same protocol as the Java library (docs/protocol.md).
 """
 from .errors import (InvalidDataError, OutOfSharedMemoryError, ProducersGoneError, QueueClosedError,
                      RefshareError, ResourceLimitError)
-from .api import Refshare, open
+from .api import Refshare, gc, open
 from .tensor import Tensor
 
-__all__ = ["open", "Refshare", "Tensor", "RefshareError", "InvalidDataError", "QueueClosedError",
+__all__ = ["open", "gc", "Refshare", "Tensor", "RefshareError", "InvalidDataError", "QueueClosedError",
            "ProducersGoneError", "ResourceLimitError", "OutOfSharedMemoryError"]

@@ -165,3 +165,10 @@ def open(directory=None, prefix=None, group_access=False):  # noqa: A001 (the is
 
 
 decode = dc.decode
+
+
+def gc(directory=None, prefix=None, group_access=False, dry_run=False):
+    """Removes the files of ``directory`` whose processes are all DEAD (the janitor, section 13);
+    returns the names removed (or, with ``dry_run``, that would be)."""
+    from . import janitor
+    return janitor.sweep(shm.ShmDirectory(directory, prefix, group_access), dry_run)
