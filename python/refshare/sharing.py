@@ -38,6 +38,7 @@ class Sharing:
         self._segments = {}         # received segment name -> [Segment, blocks held]
         self._counters = {}         # foreign counter file name -> CounterFile
         self._held = collections.Counter()  # foreign counter file name -> tokens we hold in it
+        self._next_counter_check = 0.0
         self._holders = []          # holder files we created (reclaimed by our collector)
         self.shared = self.received = self.collected = self.reclaimed = 0
         self._closed = False
@@ -103,8 +104,28 @@ class Sharing:
                 self._counters[name] = c
             return c
 
+    def _drop_finished_counters(self):
+        """Leaves and unmaps foreign counter files we hold nothing in once their owner removed
+        them (it does when every token came back): a long-lived consumer keeps no stale mappings."""
+        now = time.monotonic()
+        if now < self._next_counter_check:
+            return
+        self._next_counter_check = now + 1.0
+        with self._lock:
+            for name, c in list(self._counters.items()):
+                if self._held[name] <= 0 and not os.path.exists(c.file.path):
+                    del self._counters[name]
+                    self._held.pop(name, None)
+                    c.leave()
+                    c.close()
+            for name, entry in list(self._segments.items()):
+                if entry[1] == 0 and not os.path.exists(entry[0].file.path):
+                    del self._segments[name]
+                    entry[0].close()
+
     def receive(self, data):
         """Claims the reference ``data`` (descriptor bytes) carries; a Tensor over its block."""
+        self._drop_finished_counters()
         d = data if isinstance(data, dc.Descriptor) else dc.decode(data, self.dir.is_ours)
         if d.backend != dc.BACKEND_HOST:
             raise RefshareError("a CUDA descriptor cannot be received by the Python package (host memory only); "
@@ -169,10 +190,7 @@ class Sharing:
             entry = self._segments.get(name)
             if entry is None:
                 return
-            entry[1] -= 1
-            if entry[1] == 0 and not os.path.exists(entry[0].file.path):
-                del self._segments[name]
-                entry[0].close()
+            entry[1] -= 1  # an idle mapping is dropped once its file is gone (_drop_finished_counters)
 
     # ---------------------------------------------------------------- giving back
 
@@ -199,12 +217,6 @@ class Sharing:
             self._segment_done(h.segment.name)
             with self._lock:
                 self._held[cnt.name] -= 1
-                if self._held[cnt.name] <= 0 and cnt.name in self._counters and cnt.is_retired():
-                    # a retired file hands out nothing more: we gave back all we held, so leave it
-                    del self._held[cnt.name]
-                    del self._counters[cnt.name]
-                    cnt.leave()
-                    cnt.close()
 
     def collect(self):
         """Frees limbo blocks whose every token came back; the number freed."""
