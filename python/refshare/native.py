@@ -55,8 +55,12 @@ def build(force=False):
     return path
 
 
-def _load():
-    lib = ctypes.CDLL(build())
+def _load(blocking):
+    # ctypes.CDLL releases the GIL around every call; for an atomic that takes nanoseconds that
+    # hands the interpreter to any other runnable thread (a collector) for up to a switch
+    # interval. PyDLL keeps the GIL: used for everything but the calls that may sleep (futex wait).
+    path = build()
+    lib = ctypes.CDLL(path) if blocking else ctypes.PyDLL(path)
     u64, i64, i32, c_int = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int
     sigs = {
         "rs_load64": ([u64], i64), "rs_store64": ([u64, i64], None), "rs_exchange64": ([u64, i64], i64),
@@ -74,7 +78,8 @@ def _load():
     return lib
 
 
-lib = _load()
+lib = _load(blocking=False)
+_sleeping = _load(blocking=True)
 
 load64 = lib.rs_load64
 store64 = lib.rs_store64
@@ -88,7 +93,7 @@ exchange32 = lib.rs_exchange32
 fetch_add32 = lib.rs_fetch_add32
 fetch_or32 = lib.rs_fetch_or32
 cas32 = lib.rs_cas32
-futex_wait = lib.rs_futex_wait
+futex_wait = _sleeping.rs_futex_wait
 futex_wake = lib.rs_futex_wake
 release_all_held = lib.rs_release_all_held
 count_low = lib.rs_count_low

@@ -39,6 +39,8 @@ class Sharing:
         self._counters = {}         # foreign counter file name -> CounterFile
         self._held = collections.Counter()  # foreign counter file name -> tokens we hold in it
         self._next_counter_check = 0.0
+        self._seen_releases = -1   # releases counted in our files at the last limbo walk
+        self._seen_limbo = 0       # limbo size after it
         self._holders = []          # holder files we created (reclaimed by our collector)
         self.shared = self.received = self.collected = self.reclaimed = 0
         self._closed = False
@@ -221,11 +223,18 @@ class Sharing:
     def collect(self):
         """Frees limbo blocks whose every token came back; the number freed."""
         with self._lock:
+            # nothing can have come back unless some release was counted since the last scan
+            # (or the limbo grew): skip the walk over the whole limbo then
+            releases = sum(c.releases() for c in self._own)
+            if releases == self._seen_releases and len(self._limbo) <= self._seen_limbo:
+                return 0
+            self._seen_releases = releases
             done = [h for h in self._limbo if all(_released(cnt, slot) for cnt, slot in h.sent)]
             if done:
                 ids = {id(h) for h in done}
                 self._limbo = [h for h in self._limbo if id(h) not in ids]
             self.collected += len(done)
+            self._seen_limbo = len(self._limbo)
         for h in done:  # never under the lock: freeing may collect again
             self._finish(h)
         return len(done)
@@ -285,6 +294,7 @@ class Sharing:
             for cnt in list(self._own[:-1]):
                 if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _ in h.sent):
                     self._own.remove(cnt)
+                    self._seen_releases = -1
                     cnt.file.unlink()
                     cnt.close()
             for name, entry in list(self._segments.items()):
