@@ -73,6 +73,7 @@ def test_python_producer_to_java_consumer(shmdir, java, procs):
     with refshare.open(directory=shmdir) as rs:
         q = rs.create_queue(capacity=16)
         c = start(java + ["consume", shmdir, q.name], procs)
+        assert c.stdout.readline().split() == ["READY"]
         for i in range(200):
             with rs.allocate("float32", (4, 8)) as t:
                 t.numpy()[:] = i
@@ -113,3 +114,55 @@ def test_holder_published_in_java_read_in_python_and_back(shmdir, java, procs):
         out = subprocess.run(java + ["read", shmdir, h.name], capture_output=True, text=True, check=True).stdout
         assert out.split()[-1] == "0.5"
         h.close()
+
+
+def test_sigkilled_java_consumer_is_reclaimed_by_the_python_producer(shmdir, java, procs):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=16)
+        c = start(java + ["consume", shmdir, q.name, "4"], procs)
+        assert c.stdout.readline().split() == ["READY"]
+        for i in range(4):
+            with rs.from_numpy(np.full((2, 3), i, dtype=np.float32)) as t:
+                q.put(t)
+        assert c.stdout.readline().split() == ["HELD", "4"]
+        assert rs.stats().limbo_blocks == 4
+        c.kill()
+        c.wait()
+        deadline = time.monotonic() + 5
+        while rs.stats().limbo_blocks and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert rs.stats().reclaimed == 4 and rs.stats().limbo_blocks == 0
+        q.close()
+    refshare.gc(directory=shmdir)
+
+
+def test_one_queue_with_java_and_python_consumers_each_message_once(shmdir, java, procs, peers):
+    import struct
+    from conftest import line
+    from peer import pattern
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=16)
+        j = start(java + ["consume", shmdir, q.name], procs)
+        assert j.stdout.readline().split() == ["READY"]
+        p = peers.start("consume", shmdir, q.name, 0)
+        assert line(p) == ["READY"]
+        for i in range(400):
+            with rs.allocate("uint8", (1024,)) as t:
+                a = t.numpy()
+                a[:8] = np.frombuffer(struct.pack("<q", i), dtype=np.uint8)
+                a[8:] = pattern(i, 1016)
+                q.put(t)
+        q.close()
+        words = line(p)
+        assert words[0] == "DONE" and words[2] == "0"
+        jw = j.stdout.readline().split()
+        assert jw[0] == "TOOK"
+        assert int(words[1]) + int(jw[1]) == 400
+        assert int(words[1]) > 0 and int(jw[1]) > 0
+        assert len(set(words[3:])) == int(words[1])
+        deadline = time.monotonic() + 5
+        while rs.stats().limbo_blocks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rs.stats().limbo_blocks == 0
+    peers.finish()
+    refshare.gc(directory=shmdir)

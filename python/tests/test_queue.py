@@ -97,6 +97,7 @@ def test_many_messages_to_two_consumer_processes_each_exactly_once(shmdir, peers
             assert int(words[1]) == len(words) - 3
         assert sorted(seen) == list(range(n))
         assert settle(rs) == 0
+    peers.finish()
     refshare.gc(directory=shmdir)
 
 

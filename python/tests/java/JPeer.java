@@ -36,10 +36,21 @@ public class JPeer {
                 }
                 case "consume" -> {
                     long n = 0, bad = 0;
+                    int hold = a.length > 3 ? Integer.parseInt(a[3]) : 0;
+                    java.util.List<Tensor> held = new java.util.ArrayList<>();
                     try (ShareQueue q = ShareQueue.open(rs, a[2])) {
+                        System.out.println("READY"); System.out.flush();
                         while (true) {
                             Tensor t;
                             try { t = q.take(); } catch (QueueClosedException e) { break; }
+                            if (held.size() < hold) {
+                                held.add(t); // kept open: the references this process dies holding
+                                if (held.size() == hold) {
+                                    System.out.println("HELD " + hold); System.out.flush();
+                                    Thread.sleep(3_600_000);
+                                }
+                                continue;
+                            }
                             try (t) {
                                 long[] shape = t.shape();
                                 float first = t.data().get(ValueLayout.JAVA_FLOAT, t.offsetOf(new long[shape.length]));
