@@ -40,9 +40,11 @@ def procs():
     ps = []
     yield ps
     for p in ps:
-        if p.poll() is None:
+        try:
+            p.wait(timeout=10)  # a peer that printed its result is still closing: let it
+        except subprocess.TimeoutExpired:
             p.kill()
-        p.wait()
+            p.wait()
         for s in (p.stdin, p.stdout):
             s.close()
 
@@ -165,4 +167,5 @@ def test_one_queue_with_java_and_python_consumers_each_message_once(shmdir, java
             time.sleep(0.01)
         assert rs.stats().limbo_blocks == 0
     peers.finish()
+    assert j.wait(timeout=30) == 0
     refshare.gc(directory=shmdir)

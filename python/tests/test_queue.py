@@ -214,3 +214,39 @@ def test_corrupt_queue_headers_are_refused(shmdir):
                 rs.open_queue(q.name)
             f.write(off, old)
         q.close()
+
+
+def test_garbage_messages_are_rejected_and_the_queue_serves_on(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=8)
+        for junk in (b"\x00" * 80, b"RFSD" + b"\xff" * 100, b"x"):
+            assert q.offer_bytes(junk, 0)
+        with rs.from_numpy(np.arange(4)) as t:
+            q.put(t)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            with c.poll(1.0) as t:
+                assert t.numpy().tolist() == [0, 1, 2, 3]
+            assert c.rejected == 3
+        f = q._f
+        cell = q._cell(q._f.load64(qm.TAIL))
+        assert q.offer_bytes(b"y" * 10, 0)
+        f.write(cell + 8, (5000).to_bytes(4, "little"))  # an impossible length
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            assert c.poll(0.1) is None
+        assert f.load64(qm.REJECTED) == 1
+        q.close()
+
+
+def test_timeouts_hold(shmdir):
+    with refshare.open(directory=shmdir) as rs, rs.create_queue(capacity=1) as q:
+        for timeout in (0.0, 0.05, 0.2):
+            start = time.monotonic()
+            assert q.poll(timeout) is None
+            assert timeout <= time.monotonic() - start < timeout + 0.2
+        with rs.from_numpy(np.arange(2)) as t:
+            q.put(t)
+            start = time.monotonic()
+            assert not q.offer(t, 0.1)
+            assert 0.1 <= time.monotonic() - start < 0.4
+        with q.take():
+            pass
