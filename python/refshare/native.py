@@ -9,6 +9,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 
@@ -25,10 +26,27 @@ def cache_dir():
                         "refshare")
 
 
+def _private_dir(d):
+    """``d`` created if needed; refused unless it is a directory of ours that nobody else can
+    write (a library loaded from a directory others can write would run their code)."""
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise RefshareError("refusing %s as the native helper's cache: not a directory of uid %d that only "
+                            "its owner can write" % (d, os.geteuid()))
+    return d
+
+
 def library_path():
     with open(_SOURCE, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
-    return os.path.join(cache_dir(), "librefshare_native-" + digest + ".so")
+    name = "librefshare_native-" + digest + ".so"
+    try:
+        d = _private_dir(cache_dir())
+    except OSError:
+        # no writable home (a service account): a private folder in the temporary directory
+        d = _private_dir(os.path.join(tempfile.gettempdir(), "refshare-native-%d" % os.geteuid()))
+    return os.path.join(d, name)
 
 
 def build(force=False):
@@ -40,7 +58,6 @@ def build(force=False):
     if compiler is None:
         raise RefshareError("refshare needs a C compiler (cc or gcc; Debian: apt-get install gcc) to build its "
                             "atomics helper " + _SOURCE + " once")
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     # compile to a private name, then rename: concurrent first imports never load a half-written file
     fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=os.path.dirname(path))
     os.close(fd)
