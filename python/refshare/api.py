@@ -1,5 +1,7 @@
 """refshare.open() and the Refshare context: the package's entry point."""
+import atexit
 import threading
+import weakref
 
 from . import descriptor as dc
 from . import shm
@@ -8,6 +10,18 @@ from .tensor import layout_for
 
 _open_count = {}
 _open_lock = threading.Lock()
+_open_instances = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit():
+    """An interpreter that exits normally gives back what it holds and removes its files, as if
+    every Refshare had been closed (a killed process is the collectors' and the janitor's job)."""
+    for rs in list(_open_instances):
+        try:
+            rs.close()
+        except Exception:
+            pass
 
 
 class Refshare:
@@ -22,6 +36,7 @@ class Refshare:
         with _open_lock:
             key = (self.directory.path, self.directory.prefix)
             _open_count[key] = _open_count.get(key, 0) + 1
+            _open_instances.add(self)
 
     # ---------------------------------------------------------------- tensors
 

@@ -198,6 +198,8 @@ class Sharing:
 
     def _dropped(self, h):
         """The last Tensor over ``h`` closed."""
+        if self._closed:
+            return  # everything was given back and unmapped when this Sharing closed
         if all(cnt.is_released(slot) for cnt, slot in h.sent):
             self._finish(h)
         else:

@@ -3,6 +3,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -146,3 +147,12 @@ def test_janitor_keeps_files_of_live_processes_and_unknown_ones(shmdir):
             assert refshare.gc(directory=shmdir) == []
             f.unlink()
             f.close()
+
+
+def test_an_interpreter_exiting_without_close_leaves_nothing(shmdir):
+    code = ("import refshare, numpy as np\n"
+            "rs = refshare.open(directory=%r)\n"
+            "t = rs.from_numpy(np.ones(10)); b = rs.share(t); q = rs.create_queue(4)\n" % shmdir)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    assert os.listdir(shmdir) == []
