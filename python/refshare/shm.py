@@ -22,6 +22,9 @@ OWNER_AND_GROUP = 0o660
 HEADER_LENGTH = 32
 KINDS = ("seg", "cnt", "q", "hold", "proc", "life")
 LIFE_MAGIC = 0x31304546494C5352  # "RSLIFE01"
+# what each magic (section 4) names, for tools
+KIND_BY_MAGIC = {0x31544D4745535352: "segment", 0x31544E554F435352: "counter", 0x3145554555515352: "queue",
+                 0x3152444C4F485352: "holder", 0x3153544154535352: "status", LIFE_MAGIC: "life"}
 _PREFIX = re.compile(r"[A-Za-z0-9_]{1,32}\Z")
 _HEADER = struct.Struct("<QIIqq")
 _MAX_PID = (1 << 22) - 1
