@@ -3,7 +3,6 @@ import atexit
 import threading
 import weakref
 
-from . import descriptor as dc
 from . import shm
 from .sharing import Sharing
 from .tensor import layout_for
@@ -60,7 +59,6 @@ class Refshare:
 
     def from_torch(self, tensor):
         """A shared copy of a CPU torch tensor (one copy)."""
-        import torch
         src = tensor.detach()
         if src.device.type != "cpu":
             raise ValueError("from_torch takes a CPU tensor (host memory); got one on " + str(src.device))
@@ -177,9 +175,6 @@ def open(directory=None, prefix=None, group_access=False):  # noqa: A001 (the is
     the same defaults as the Java library; ``group_access`` makes files 0660 and accepts files
     of our groups."""
     return Refshare(directory, prefix, group_access)
-
-
-decode = dc.decode
 
 
 def gc(directory=None, prefix=None, group_access=False, dry_run=False):

@@ -290,8 +290,7 @@ class Sharing:
             if n:
                 with self._lock:
                     self.reclaimed += n
-        if any(cnt.handed_out() and True for cnt in own):
-            self.collect()
+        self.collect()
         with self._lock:
             for cnt in list(self._own[:-1]):
                 if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _ in h.sent):

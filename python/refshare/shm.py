@@ -142,9 +142,9 @@ class MappedFile:
         self.size = size
         self.created = created
         self._mm = mm
-        self._view = np.frombuffer(mm, dtype=np.uint8)  # an export: gives the address, keeps the map
-        if writable:
-            self._view = self._view  # writable mapping: numpy view inherits it
+        # an export of the mapping: gives its address, and arrays sliced from it keep it mapped;
+        # read-only exactly when the mapping is
+        self._view = np.frombuffer(mm, dtype=np.uint8)
         self.addr = self._view.__array_interface__["data"][0]
         self.closed = False
 
