@@ -33,6 +33,7 @@ M64 = (1 << 64) - 1
 SLICE_S = 0.050
 SWEEP_S = 0.100
 SPIN_S = 0.000050
+CLOSE_TIMEOUT_S = 10.0
 GONE_CHECK_S = 0.200
 _EMPTY, _DRAINED, _NO_ROOM, _REJECTED = object(), object(), object(), object()
 
@@ -566,10 +567,15 @@ class TensorQueue:
         if self._closed:
             raise RefshareError("queue %s is closed" % self.name)
 
-    def close(self):
+    def close(self, timeout=CLOSE_TIMEOUT_S):
         """Leaves the queue. The creator's close ends the stream (consumers still drain it); a
-        consumer's close never does. The last producer-side close that finds the stream ended
-        and no consumer attached returns the references of messages left in it."""
+        consumer's close never does.
+
+        A handle that put messages waits, up to ``timeout`` seconds, while messages are still
+        queued and a consumer is attached: once this process closes its Refshare, messages not
+        yet received could no longer be (their files go with it). The last producer-side close
+        that finds the stream ended and no consumer attached returns the references of messages
+        left in it."""
         if self._closed:
             return
         self._closed = True
@@ -580,6 +586,8 @@ class TensorQueue:
                 self._signal_all()
                 f.unlink()
             producer_side = self._creator or self._role & ROLE_PRODUCER
+            if producer_side:
+                self._linger(timeout)
             if (producer_side and f.load32(CLOSED) != 0 and not self._consumer_attached()
                     and not self._other_producer_attached()):
                 self._drain()
@@ -587,6 +595,21 @@ class TensorQueue:
             self._fold(self._entry)
             f.cas64(self._e(self._entry), self._packed, 0)
             f.close()
+
+    def _holds_messages(self):
+        for c in range(self.capacity):
+            if _state(self._f.load64(self._cells + c * self._cell_len) & M64) != FREE:
+                return True
+        return False
+
+    def _linger(self, timeout):
+        """Waits while messages are queued and a consumer is attached (at most ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        while self._holds_messages() and time.monotonic() < deadline:
+            if not self._consumer_attached():
+                return
+            self._sweep(fresh=False, adopt=False)
+            time.sleep(0.005)
 
     def _drain(self):
         def cancel(payload):
