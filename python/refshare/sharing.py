@@ -46,6 +46,7 @@ class Sharing:
         self._closed = False
         self._wake = threading.Event()
         self._collector = None
+        self._status = None        # our status file, for `refshare inspect` (processes that share)
 
     # ---------------------------------------------------------------- allocation
 
@@ -250,6 +251,7 @@ class Sharing:
 
     def _start_collector(self):
         if self._collector is None:
+            self._status = _StatusFile.create(self.dir)
             self._collector = threading.Thread(target=self._run_collector, name="refshare-collector", daemon=True)
             self._collector.start()
 
@@ -303,6 +305,8 @@ class Sharing:
                 if entry[1] == 0 and not os.path.exists(entry[0].file.path):
                     del self._segments[name]
                     entry[0].close()
+        if self._status is not None:
+            self._status.publish(self.stats()[:12])
         for holder in holders:
             try:
                 if not holder.closed:
@@ -340,6 +344,35 @@ class Sharing:
                 entry[0].close()
             self._segments.clear()
         self.allocator.close()
+        if self._status is not None:
+            self._status.file.unlink()
+            self._status.file.close()
+
+
+class _StatusFile:
+    """A process's published statistics (docs/protocol.md section 11; Java: StatusFile)."""
+    MAGIC = 0x3153544154535352  # "RSSTATS1"
+    UPDATED = 32
+    FIELDS = 40
+    LENGTH = FIELDS + 8 * 12
+
+    def __init__(self, f):
+        self.file = f
+
+    @classmethod
+    def create(cls, directory):
+        f = directory.create("proc", cls.LENGTH)
+        me = shm.current()
+        f.write(8, (1).to_bytes(4, "little") + cls.FIELDS.to_bytes(4, "little"))
+        f.store64(16, me.pid)
+        f.store64(24, me.start)
+        f.store64(0, cls.MAGIC)
+        return cls(f)
+
+    def publish(self, values):
+        for i, v in enumerate(values):
+            self.file.store64(self.FIELDS + 8 * i, v)
+        self.file.store64(self.UPDATED, int(time.time() * 1000))
 
 
 def _released(cnt, slot):
