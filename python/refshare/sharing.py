@@ -81,7 +81,7 @@ class Sharing:
                     break
             else:
                 raise RefshareError("cannot hand out a token: fresh counter files keep failing")
-            h.sent.append((cnt, slot))
+            h.sent.append((cnt, slot, tag))
             self.shared += 1
         me = shm.current()
         return dc.Descriptor(dc.BACKEND_HOST, h.segment.name, h.segment.size, h.offset, h.length, cnt.name, slot,
@@ -202,7 +202,7 @@ class Sharing:
         """The last Tensor over ``h`` closed."""
         if self._closed:
             return  # everything was given back and unmapped when this Sharing closed
-        if all(cnt.is_released(slot) for cnt, slot in h.sent):
+        if all(_released(cnt, slot, tag) for cnt, slot, tag in h.sent):
             self._finish(h)
         else:
             with self._lock:
@@ -233,7 +233,7 @@ class Sharing:
             if releases == self._seen_releases and len(self._limbo) <= self._seen_limbo:
                 return 0
             self._seen_releases = releases
-            done = [h for h in self._limbo if all(_released(cnt, slot) for cnt, slot in h.sent)]
+            done = [h for h in self._limbo if all(_released(cnt, slot, tag) for cnt, slot, tag in h.sent)]
             if done:
                 ids = {id(h) for h in done}
                 self._limbo = [h for h in self._limbo if id(h) not in ids]
@@ -296,7 +296,7 @@ class Sharing:
         self.collect()
         with self._lock:
             for cnt in list(self._own[:-1]):
-                if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _ in h.sent):
+                if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _, _ in h.sent):
                     self._own.remove(cnt)
                     self._seen_releases = -1
                     cnt.file.unlink()
@@ -375,5 +375,7 @@ class _StatusFile:
         self.file.store64(self.UPDATED, int(time.time() * 1000))
 
 
-def _released(cnt, slot):
-    return cnt.state(slot) == RELEASED
+def _released(cnt, slot, tag):
+    """True once the token we handed out is back: the whole word, range tag included, so a word
+    some other writer scribbled RELEASED into never frees a block a reader may still use."""
+    return cnt.word(slot) == RELEASED | tag << 32
