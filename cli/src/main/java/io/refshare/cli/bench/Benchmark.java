@@ -51,6 +51,7 @@ final class Benchmark {
         long consumerPid;
         int consumerExit;
         boolean limboEmpty;
+        PythonBench.Outcome python;
         Refshare rs = Refshare.open(settings.config());
         try {
             try (PeerProcess peer = PeerProcess.start(settings.directory(), settings.prefix())) {
@@ -65,6 +66,10 @@ final class Benchmark {
                         rs.trim(); // give this size's pooled memory back before the next one
                     }
                 }
+                // the Python rows need the consumer JVM too: it consumes what the Python process produces
+                python = settings.python() ? PythonBench.run(rs, peer, settings, plans, log)
+                        : new PythonBench.Outcome(List.of(), "--no-python given", 0, 0);
+                measurements.addAll(python.measurements());
                 consumerExit = peer.finish();
             }
             limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
@@ -79,11 +84,15 @@ final class Benchmark {
         } else {
             torch = "--no-torch given";
         }
-        List<String> left = leftBehind(before, Set.of(ProcessHandle.current().pid(), consumerPid));
+        Set<Long> pids = new HashSet<>(Set.of(ProcessHandle.current().pid(), consumerPid));
+        if (python.pid() != 0) {
+            pids.add(python.pid());
+        }
+        List<String> left = leftBehind(before, pids);
         return new BenchResults(date, machine, loadBefore, MachineInfo.loadAverage(), settings,
                 ProcessHandle.current().pid(), consumerPid, clock, plans, List.copyOf(measurements),
-                List.copyOf(reclamations), torch,
-                new BenchResults.Cleanup(consumerExit, limboEmpty, left), System.nanoTime() - started);
+                List.copyOf(reclamations), torch, python.skipped(),
+                new BenchResults.Cleanup(consumerExit, python.exit(), limboEmpty, left), System.nanoTime() - started);
     }
 
     /** Runs every kind of exchange once, unmeasured, so that both JVMs compile their hot paths first. */
