@@ -76,6 +76,21 @@ final class PythonPeer implements AutoCloseable {
         }
     }
 
+    /** Runs {@code code} ({@code python3 -c}); {@code args} are its {@code sys.argv[1:]}. */
+    static PythonPeer code(String code, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(PYTHON.toString(), "-c", code));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().put("PYTHONPATH", packageRoot().toString());
+        pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+        try {
+            Process p = pb.start();
+            return new PythonPeer("python -c#" + p.pid(), p);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     static PythonPeer xpeer(String... args) {
         return start("xpeer.py", args);
     }
