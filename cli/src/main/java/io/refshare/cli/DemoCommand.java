@@ -252,7 +252,7 @@ final class DemoCommand implements Callable<Integer> {
         String missing = PythonPeers.unavailable("numpy");
         if (missing != null) {
             throw new IllegalArgumentException("--python-consumers: " + missing
-                    + "; ./run-tests installs what the Python package needs (python3-numpy, python3-cffi, ...)");
+                    + " (the README's section From Python has the set-up line)");
         }
         boolean torch = PythonPeers.hasTorch();
         for (int i = 0; i < python; i++) {
