@@ -2,8 +2,8 @@
 # Python package and its tests need. PyPI is not used: everything comes from Debian's packages.
 # As root with apt, missing packages are installed (and listed); otherwise it stops and names them.
 
-# numpy and torch for the tensors, pytest for the suite, cffi + gcc + headers for the atomics helper
-REFSHARE_PYTHON_PACKAGES="python3 python3-numpy python3-pytest python3-torch python3-cffi python3-dev gcc"
+# numpy and torch for the tensors, pytest for the suite, gcc builds the atomics helper (cffi: the allowed set)
+REFSHARE_PYTHON_PACKAGES="python3 python3-numpy python3-pytest python3-torch python3-cffi gcc"
 REFSHARE_PYTHON=/usr/bin/python3
 
 refshare_missing_python_packages() {
