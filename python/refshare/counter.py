@@ -1,0 +1,260 @@
+"""Counter files: reference tokens moved by compare-and-set (docs/protocol.md section 8;
+Java: io.refshare.counter.CounterFile)."""
+import threading
+
+from . import native, shm
+from .errors import InvalidDataError, RefshareError, ResourceLimitError
+
+MAGIC = 0x31544E554F435352  # "RSCOUNT1"
+VERSION = 1
+HEADER_LENGTH = 128
+SLOT_CAPACITY = 32
+PEER_CAPACITY = 36
+HANDED_OUT = 40
+FLAGS = 48
+RELEASES = 56
+COLLECTOR_WAITING = 64
+FLAG_RETIRED = 1
+MAX_SLOTS = 1 << 20
+MAX_PEERS = 1 << 16
+FREE, IN_FLIGHT, HELD, RELEASED = 0, 1, 2, 3
+_LOW = 0xFFFFFFFF
+
+
+def file_length(slots, peers):
+    return HEADER_LENGTH + 16 * peers + 8 * slots
+
+
+def held_word(peer):
+    return HELD | (peer + 1) << 8
+
+
+class CounterFile:
+    """One counter file as mapped by this process: its owner creates it and hands out tokens;
+    every receiver claims and releases them."""
+
+    def __init__(self, f, slots, peers, owner):
+        self.file = f
+        self.name = f.name
+        self.slot_capacity = slots
+        self.peer_capacity = peers
+        self.owner = owner
+        self._slots = HEADER_LENGTH + 16 * peers
+        self._peer = -1
+        self._lock = threading.Lock()
+        self._handed_out = 0  # the owner's own count: it never trusts the shared word
+        self.quarantined = False
+
+    @classmethod
+    def create(cls, directory, slots, peers):
+        if not 1 <= slots <= MAX_SLOTS or not 1 <= peers <= MAX_PEERS:
+            raise ValueError("counter file geometry out of range: %d slots, %d peers" % (slots, peers))
+        f = directory.create("cnt", file_length(slots, peers))
+        me = shm.current()
+        f.write(8, (VERSION).to_bytes(4, "little") + HEADER_LENGTH.to_bytes(4, "little"))
+        f.write(32, slots.to_bytes(4, "little") + peers.to_bytes(4, "little"))
+        f.store64(16, me.pid)
+        f.store64(24, me.start)
+        f.store64(0, MAGIC)  # last: a valid magic means a complete header
+        return cls(f, slots, peers, me)
+
+    @classmethod
+    def open(cls, directory, name):
+        f = directory.open(name, "cnt", HEADER_LENGTH)
+        try:
+            magic = f.load64(0) & 0xFFFFFFFFFFFFFFFF
+            if magic != MAGIC:
+                raise InvalidDataError("%s is not a refshare counter file (magic 0x%x)" % (f.path, magic))
+            version, hlen, slots, peers = (int.from_bytes(f.read(o, 4), "little") for o in (8, 12, 32, 36))
+            if version != VERSION:
+                raise InvalidDataError("%s has counter layout version %d; this refshare reads version %d"
+                                       % (f.path, version, VERSION))
+            if hlen != HEADER_LENGTH or not 1 <= slots <= MAX_SLOTS or not 1 <= peers <= MAX_PEERS:
+                raise InvalidDataError("%s has a corrupt header: header length %d, %d slots, %d peers"
+                                       % (f.path, hlen, slots, peers))
+            if f.size != file_length(slots, peers):
+                raise InvalidDataError("%s is %d bytes but its header describes %d (truncated or corrupt)"
+                                       % (f.path, f.size, file_length(slots, peers)))
+            pid, start = f.load64(16), f.load64(24)
+            if pid <= 0 or pid > (1 << 22) - 1 or start < 0:
+                raise InvalidDataError("%s names an impossible owner pid %d" % (f.path, pid))
+            return cls(f, slots, peers, shm.ProcessIdentity(pid, start))
+        except BaseException:
+            f.close()
+            raise
+
+    # ---------------------------------------------------------------- owner
+
+    def handed_out(self):
+        if self.file.created:
+            return self._handed_out
+        return max(0, min(self.file.load64(HANDED_OUT), self.slot_capacity))
+
+    def is_retired(self):
+        return bool(self.file.load64(FLAGS) & FLAG_RETIRED)
+
+    def hand_out(self, tag):
+        """Owner, one thread: the next slot as IN_FLIGHT|tag<<32; None when the file is full
+        (it is retired then) or damaged (quarantined and retired)."""
+        slot = self._handed_out
+        if slot >= self.slot_capacity or self.quarantined:
+            self.retire()
+            return None
+        if not self.file.cas64(self._slot(slot), FREE, IN_FLIGHT | tag << 32):
+            self.quarantined = True  # somebody wrote a slot only the owner may: damage
+            self.retire()
+            return None
+        self._handed_out = slot + 1
+        self.file.store64(HANDED_OUT, slot + 1)
+        if slot + 1 == self.slot_capacity:
+            self.retire()
+        return slot
+
+    def retire(self):
+        native.fetch_or64(self.file.addr + FLAGS, FLAG_RETIRED)
+
+    def releases(self):
+        return self.file.load64(RELEASES)
+
+    def await_release(self, seen, timeout_s):
+        """The owner's collector sleeps until a release after ``seen`` (section 8.6)."""
+        self.file.store64(COLLECTOR_WAITING, 1)
+        try:
+            if self.releases() == seen:
+                native.futex_wait(self.file.addr + RELEASES, _s32(seen & _LOW), int(timeout_s * 1e9))
+        finally:
+            self.file.store64(COLLECTOR_WAITING, 0)
+
+    # ---------------------------------------------------------------- anyone
+
+    def _slot(self, slot):
+        if not 0 <= slot < self.slot_capacity:
+            raise InvalidDataError("%s: slot %d is out of range 0..%d" % (self.name, slot, self.slot_capacity - 1))
+        return self._slots + 8 * slot
+
+    def word(self, slot):
+        return self.file.load64(self._slot(slot)) & 0xFFFFFFFFFFFFFFFF
+
+    def state(self, slot):
+        return self.word(slot) & 0xFF
+
+    def _released(self):
+        self.file.fetch_add64(RELEASES, 1)
+        # the fetch-add is a full fence: either the collector sees the new count before it
+        # sleeps, or we see its waiting flag here and wake it
+        if self.file.load64(COLLECTOR_WAITING) != 0:
+            native.futex_wake(self.file.addr + RELEASES, 0x7FFFFFFF)
+
+    def claim(self, slot, tag):
+        """IN_FLIGHT|tag -> HELD(self)|tag; False when not in flight with that tag."""
+        off = self._slot(slot)
+        return self.file.cas64(off, IN_FLIGHT | tag << 32, held_word(self.self_peer()) | tag << 32)
+
+    def release(self, slot, tag):
+        off = self._slot(slot)
+        if self._peer < 0:
+            return False
+        if self.file.cas64(off, held_word(self._peer) | tag << 32, RELEASED | tag << 32):
+            self._released()
+            return True
+        return False
+
+    def cancel(self, slot, tag):
+        """IN_FLIGHT|tag -> RELEASED|tag: a message that will never be received."""
+        if self.file.cas64(self._slot(slot), IN_FLIGHT | tag << 32, RELEASED | tag << 32):
+            self._released()
+            return True
+        return False
+
+    def is_released(self, slot):
+        return self.state(slot) == RELEASED
+
+    def peer(self, index):
+        base = HEADER_LENGTH + 16 * index
+        pid, start = self.file.load64(base), self.file.load64(base + 8)
+        return shm.ProcessIdentity(pid, start) if pid > 0 and start > 0 else None
+
+    def self_peer(self):
+        p = self._peer
+        if p < 0:
+            with self._lock:
+                if self._peer < 0:
+                    self._peer = self._register()
+                p = self._peer
+        return p
+
+    def _register(self):
+        me = shm.current()
+        for i in range(self.peer_capacity):
+            base = HEADER_LENGTH + 16 * i
+            if self.file.load64(base) == 0 and self.file.cas64(base, 0, me.pid):
+                self.file.store64(base + 8, me.start)
+                return i
+        raise ResourceLimitError("all %d peer entries of counter file %s are held by live processes"
+                                 % (self.peer_capacity, self.name))
+
+    def release_all_held_by_index(self, peer):
+        n = native.release_all_held(self.file.addr + self._slots, self.handed_out(), held_word(peer))
+        for _ in range(n):
+            self._released()
+        return n
+
+    def held_by_index(self, peer):
+        return native.count_low(self.file.addr + self._slots, self.handed_out(), held_word(peer))
+
+    def leave(self):
+        """Gives back every token this process holds here and frees its peer entry."""
+        with self._lock:
+            p = self._peer
+            if p < 0:
+                return 0
+            n = self.release_all_held_by_index(p)
+            base = HEADER_LENGTH + 16 * p
+            self.file.store64(base + 8, 0)
+            self.file.store64(base, 0)
+            self._peer = -1
+            return n
+
+    def reclaim_dead(self, directory):
+        """Owner's collector: releases every token of DEAD peers and frees their entries, frees
+        entries left registering by DEAD processes (section 8.5). The number of tokens released."""
+        total = 0
+        for i in range(self.peer_capacity):
+            base = HEADER_LENGTH + 16 * i
+            pid = self.file.load64(base)
+            if pid <= 0 or i == self._peer:
+                continue
+            start = self.file.load64(base + 8)
+            if start == 0:
+                if directory.pid_is_dead(pid) and self.file.load64(base + 8) == 0:
+                    self.file.cas64(base, pid, 0)
+                continue
+            if directory.verdict(shm.ProcessIdentity(pid, start)) != shm.DEAD:
+                continue
+            total += self.release_all_held_by_index(i)
+            self.file.store64(base + 8, 0)
+            self.file.store64(base, 0)
+        return total
+
+    def live(self):
+        n = self.handed_out()
+        return sum(1 for s in range(n) if self.state(s) in (IN_FLIGHT, HELD))
+
+    def holders(self):
+        """Identities with a HELD token now."""
+        seen = set()
+        for s in range(self.handed_out()):
+            w = self.word(s)
+            if w & 0xFF == HELD:
+                seen.add(((w >> 8) & 0xFFFFFF) - 1)
+        return {p for p in (self.peer(i) for i in seen if 0 <= i < self.peer_capacity) if p is not None}
+
+    def close(self):
+        self.file.close()
+
+    def __repr__(self):
+        return "counter file " + self.name
+
+
+def _s32(v):
+    return v - (1 << 32) if v >= 1 << 31 else v

@@ -1,0 +1,29 @@
+"""The exceptions of refshare, mirroring the Java library's io.refshare exception classes."""
+
+
+class RefshareError(Exception):
+    """Base of every refshare error (Java: RefshareException)."""
+
+
+class InvalidDataError(RefshareError):
+    """Bytes or a file from another process are malformed (Java: InvalidDataException).
+
+    Raised by every decoder and every opener of a shared file for any input it refuses; no
+    other exception escapes them for malformed data."""
+
+
+class QueueClosedError(RefshareError):
+    """The stream of a queue has ended and every message was taken (Java: QueueClosedException)."""
+
+
+class ProducersGoneError(QueueClosedError):
+    """The stream ended because every producer of the queue died (Java: ProducersGoneException)."""
+
+
+class ResourceLimitError(RefshareError):
+    """A shared file's fixed resource (peer entries, rows, slots) is exhausted by live
+    processes; nothing was consumed on the caller's behalf (Java: ResourceLimitException)."""
+
+
+class OutOfSharedMemoryError(RefshareError):
+    """The shared-memory directory has no room for a new file (Java: OutOfSharedMemoryException)."""

@@ -1,0 +1,581 @@
+"""Queues: a bounded multi-producer multi-consumer ring of descriptors in a shared file, with
+futex wake-ups, recovery of dead claimants and stream semantics (docs/protocol.md section 9;
+Java: io.refshare.channel.ShmQueue, ShareQueue, Participants, Recovery, QueueSignal)."""
+import os
+import sys
+import time
+
+from . import native, shm
+from .errors import (InvalidDataError, ProducersGoneError, QueueClosedError, RefshareError,
+                     ResourceLimitError)
+
+MAGIC = 0x3145554555515352  # "RSQUEUE1"
+VERSION = 1
+HEADER_LENGTH = 640
+CAPACITY, MAX_MESSAGE, CELL_LENGTH, PARTICIPANT_CAPACITY, CLOSED = 32, 36, 40, 44, 48
+OFFERED_BY_DEPARTED, TAKEN_BY_DEPARTED, REJECTED = 64, 72, 80
+TAIL, HEAD = 128, 256
+NOT_EMPTY_SEQ, CONSUMERS_SLEEPING = 384, 388
+NOT_FULL_SEQ, PRODUCERS_SLEEPING = 512, 516
+ENTRY = 64
+E_IDENTITY, E_ROLE, E_OFFERED, E_TAKEN, E_CSLEEP, E_PSLEEP, E_PIDNS = 0, 8, 16, 24, 32, 36, 40
+ROLE_PRODUCER, ROLE_CONSUMER = 1, 2
+FREE, WRITING, FULL, READING = 0, 1, 2, 3
+RETURNED = 0xFFFF
+MAX_CAPACITY = 1 << 20
+MAX_MESSAGE_BYTES = 1 << 16
+MAX_PARTICIPANTS = 65535
+DESCRIPTOR_MESSAGE_BYTES = 1024
+POS_BITS = 46
+POS_MASK = (1 << POS_BITS) - 1
+MARK = 1 << 63
+M64 = (1 << 64) - 1
+SLICE_S = 0.050
+SWEEP_S = 0.100
+GONE_CHECK_S = 0.200
+_EMPTY, _DRAINED, _NO_ROOM, _REJECTED = object(), object(), object(), object()
+
+
+def cell_length(max_message):
+    return (16 + max_message + 63) // 64 * 64
+
+
+def _word(pos, state=FREE, claimant=0):
+    return (pos & POS_MASK) | state << POS_BITS | claimant << (POS_BITS + 2)
+
+
+def _state(w):
+    return (w >> POS_BITS) & 3
+
+
+def _claimant(w):
+    return (w >> (POS_BITS + 2)) & 0xFFFF
+
+
+def _dist(w, p):
+    x = (w - p) & POS_MASK
+    return x - (1 << POS_BITS) if x >= 1 << (POS_BITS - 1) else x
+
+
+def _pid_namespace():
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+class TensorQueue:
+    """A queue of tensors: ``put`` shares a tensor with exactly one consumer, ``take`` receives
+    one. Each handle is a participant with its own entry in the file."""
+
+    def __init__(self, rs, f, creator):
+        self._rs = rs
+        self._sharing = rs._sharing
+        self._dir = rs.directory
+        self._f = f
+        self.name = f.name
+        self._creator = creator
+        self._closed = False
+        self.rejected = 0
+        g = [int.from_bytes(f.read(o, 4), "little") for o in (CAPACITY, MAX_MESSAGE, CELL_LENGTH,
+                                                               PARTICIPANT_CAPACITY)]
+        self.capacity, self.max_message, self._cell_len, self._parts = g
+        self._cells = HEADER_LENGTH + ENTRY * self._parts
+        self._me = shm.current()
+        self._packed = self._me.packed()
+        self._role = 0
+        self._next_sweep = 0.0
+        self._next_gone_check = 0.0
+        self._dead_cache = set()
+        self._owner = shm.ProcessIdentity(f.load64(16), f.load64(24))
+        self._entry = self._attach()
+
+    # ---------------------------------------------------------------- create / open
+
+    @classmethod
+    def create(cls, rs, capacity=64, participants=128, max_message=DESCRIPTOR_MESSAGE_BYTES):
+        if not 1 <= capacity <= MAX_CAPACITY:
+            raise ValueError("queue capacity must be in 1..%d: %d" % (MAX_CAPACITY, capacity))
+        if not 1 <= participants <= MAX_PARTICIPANTS:
+            raise ValueError("participant capacity must be in 1..%d: %d" % (MAX_PARTICIPANTS, participants))
+        cl = cell_length(max_message)
+        f = rs.directory.create("q", HEADER_LENGTH + ENTRY * participants + capacity * cl)
+        try:
+            me = shm.current()
+            f.write(8, VERSION.to_bytes(4, "little") + HEADER_LENGTH.to_bytes(4, "little"))
+            f.store64(16, me.pid)
+            f.store64(24, me.start)
+            f.write(32, b"".join(v.to_bytes(4, "little") for v in (capacity, max_message, cl, participants)))
+            cells = HEADER_LENGTH + ENTRY * participants
+            for c in range(capacity):
+                f.store64(cells + c * cl, _word(c))
+            f.store64(0, MAGIC)
+            return cls(rs, f, True)
+        except BaseException:
+            f.unlink()
+            f.close()
+            raise
+
+    @classmethod
+    def open(cls, rs, name):
+        f = rs.directory.open(name, "q", HEADER_LENGTH)
+        try:
+            magic = f.load64(0) & M64
+            if magic != MAGIC:
+                raise InvalidDataError("%s is not a refshare queue (magic 0x%x)" % (f.path, magic))
+            version, hlen, cap, maxm, cl, parts = (int.from_bytes(f.read(o, 4), "little")
+                                                   for o in (8, 12, 32, 36, 40, 44))
+            if version != VERSION:
+                raise InvalidDataError("%s has queue layout version %d; this refshare reads version %d"
+                                       % (f.path, version, VERSION))
+            if (hlen != HEADER_LENGTH or not 1 <= cap <= MAX_CAPACITY or not 1 <= maxm <= MAX_MESSAGE_BYTES
+                    or not 1 <= parts <= MAX_PARTICIPANTS or cl != cell_length(maxm)):
+                raise InvalidDataError("%s has a corrupt queue header: header length %d, capacity %d, max message "
+                                       "%d, cell length %d, %d participant entries" % (f.path, hlen, cap, maxm, cl,
+                                                                                      parts))
+            if f.size < HEADER_LENGTH + ENTRY * parts + cap * cl:
+                raise InvalidDataError("%s is truncated: %d bytes, its header describes %d"
+                                       % (f.path, f.size, HEADER_LENGTH + ENTRY * parts + cap * cl))
+            pid, start = f.load64(16), f.load64(24)
+            if pid <= 0 or pid > (1 << 22) - 1 or start < 0:
+                raise InvalidDataError("%s names an impossible owner pid %d" % (f.path, pid))
+            return cls(rs, f, False)
+        except BaseException:
+            f.close()
+            raise
+
+    # ---------------------------------------------------------------- participants
+
+    def _e(self, i, field=0):
+        return HEADER_LENGTH + ENTRY * i + field
+
+    def _attach(self):
+        self._dir.hold_life_lock()
+        for attempt in (0, 1):
+            for i in range(self._parts):
+                if self._f.load64(self._e(i)) == 0 and self._f.cas64(self._e(i), 0, self._packed):
+                    self._f.store64(self._e(i, E_PIDNS), _pid_namespace())
+                    return i
+            if attempt == 0:
+                self._sweep(fresh=True, adopt=False, me_index=-1)
+        raise ResourceLimitError("all %d participant entries of queue %s are held by live processes"
+                                 % (self._parts, self.name))
+
+    def _verdict(self, ident):
+        if ident in self._dead_cache:
+            return shm.DEAD
+        v = self._dir.verdict(ident)
+        if v == shm.DEAD:
+            self._dead_cache.add(ident)  # DEAD is final
+        return v
+
+    def _set_role(self, role):
+        if not self._role & role:
+            native.fetch_or32(self._f.addr + self._e(self._entry, E_ROLE), role)
+            self._role |= role
+
+    def _fold(self, i):
+        f = self._f
+        f.fetch_add64(OFFERED_BY_DEPARTED, f.exchange64(self._e(i, E_OFFERED), 0))
+        f.fetch_add64(TAKEN_BY_DEPARTED, f.exchange64(self._e(i, E_TAKEN), 0))
+        n = native.exchange32(f.addr + self._e(i, E_CSLEEP), 0)
+        if n:
+            f.fetch_add32(CONSUMERS_SLEEPING, -n)
+        n = native.exchange32(f.addr + self._e(i, E_PSLEEP), 0)
+        if n:
+            f.fetch_add32(PRODUCERS_SLEEPING, -n)
+        native.store32(f.addr + self._e(i, E_ROLE), 0)
+        f.store64(self._e(i, E_PIDNS), 0)
+
+    def _participants(self):
+        """(index, identity, role) of attached entries other than ours, marks and garbage left out."""
+        out = []
+        for i in range(self._parts):
+            if i == self._entry:
+                continue
+            w = self._f.load64(self._e(i)) & M64
+            if w == 0 or w & MARK or w & ((1 << 22) - 1) == 0:
+                continue
+            out.append((i, shm.ProcessIdentity.unpacked(w), self._f.load32(self._e(i, E_ROLE))))
+        return out
+
+    # ---------------------------------------------------------------- signals
+
+    def _signal(self, seq, sleeping):
+        if self._f.load32(sleeping) > 0:
+            self._f.fetch_add32(seq, 1)
+            native.futex_wake(self._f.addr + seq, 1)
+
+    def _signal_all(self):
+        for seq in (NOT_EMPTY_SEQ, NOT_FULL_SEQ):
+            self._f.fetch_add32(seq, 1)
+            native.futex_wake(self._f.addr + seq, 0x7FFFFFFF)
+
+    def _sleep(self, seq, sleeping, share, ready, timeout):
+        f = self._f
+        f.fetch_add32(sleeping, 1)
+        f.fetch_add32(self._e(self._entry, share), 1)
+        try:
+            s = f.load32(seq)
+            if ready():
+                return
+            native.futex_wait(f.addr + seq, s, int(max(0.0, min(timeout, SLICE_S)) * 1e9))
+        finally:
+            f.fetch_add32(self._e(self._entry, share), -1)
+            f.fetch_add32(sleeping, -1)
+
+    def _cell(self, pos):
+        return self._cells + (pos % self.capacity) * self._cell_len
+
+    def _message_at_head(self):
+        h = self._f.load64(HEAD) & M64
+        w = self._f.load64(self._cell(h)) & M64
+        return (_dist(w, h) == 0 and _state(w) == FULL) or self._f.load32(CLOSED) != 0
+
+    def _room_at_tail(self):
+        t = self._f.load64(TAIL) & M64
+        w = self._f.load64(self._cell(t)) & M64
+        return (_dist(w, t) == 0 and _state(w) == FREE) or self._f.load32(CLOSED) != 0
+
+    # ---------------------------------------------------------------- producing
+
+    def _try_put(self, payload):
+        f = self._f
+        if f.load32(CLOSED) != 0:
+            raise QueueClosedError("queue %s: the stream has ended" % self.name)
+        skipped = 0
+        while True:
+            t = f.load64(TAIL) & M64
+            cell = self._cell(t)
+            w = f.load64(cell) & M64
+            d = _dist(w, t)
+            if d == 0 and _state(w) == FREE:
+                if f.cas64(cell, w, _word(t, WRITING, self._entry)):
+                    f.cas64(TAIL, t, t + 1)
+                    if f.load32(CLOSED) != 0:
+                        f.store64(cell, _word(t + self.capacity))
+                        self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+                        raise QueueClosedError("queue %s: the stream has ended" % self.name)
+                    native.store32(f.addr + cell + 8, len(payload))
+                    f.write(cell + 16, payload)
+                    f.store64(cell, _word(t, FULL))
+                    f.fetch_add64(self._e(self._entry, E_OFFERED), 1)
+                    self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+                    if f.load32(PRODUCERS_SLEEPING) > 0 and self._room_at_tail():
+                        self._signal(NOT_FULL_SEQ, PRODUCERS_SLEEPING)
+                    return True
+            elif d < 0:
+                return _NO_ROOM
+            elif f.cas64(TAIL, t, t + 1) and d > 0:
+                skipped += 1
+                if skipped > 2 * self.capacity:
+                    raise InvalidDataError("queue %s is corrupt: cells ahead of the tail by more than two laps"
+                                           % self.name)
+
+    def offer_bytes(self, payload, timeout=None):
+        """Puts one message, waiting up to ``timeout`` seconds (None: forever); False on timeout."""
+        self._check()
+        if not 1 <= len(payload) <= self.max_message:
+            raise ValueError("message of %d bytes; this queue takes 1..%d" % (len(payload), self.max_message))
+        self._set_role(ROLE_PRODUCER)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            r = self._try_put(payload)
+            if r is True:
+                return True
+            now = time.monotonic()
+            if now >= self._next_sweep:
+                self._next_sweep = now + SWEEP_S
+                self._sweep(fresh=False, adopt=False)
+                continue
+            left = SLICE_S if deadline is None else deadline - now
+            if left <= 0:
+                if self._f.load32(PRODUCERS_SLEEPING) > 0 and self._room_at_tail():
+                    self._signal(NOT_FULL_SEQ, PRODUCERS_SLEEPING)  # pass on a wake-up we did not use
+                return False
+            self._sleep(NOT_FULL_SEQ, PRODUCERS_SLEEPING, E_PSLEEP, self._room_at_tail, left)
+
+    def put(self, tensor):
+        """Shares ``tensor`` with one consumer, waiting while the queue is full. The caller keeps
+        its tensor and may close it at once."""
+        if not self.offer(tensor, None):
+            raise AssertionError("an unbounded offer timed out")
+
+    def offer(self, tensor, timeout=0.0):
+        """Like put, giving up after ``timeout`` seconds (None: forever); False when it did
+        (nothing counted then: the reference is cancelled)."""
+        self._check()
+        message = self._sharing.share(tensor)
+        sent = False
+        try:
+            sent = self.offer_bytes(message, timeout)
+            return sent
+        finally:
+            if not sent:
+                self._sharing.cancel(message)
+
+    def end_of_stream(self):
+        """No more puts from anyone; consumers drain what is left. Idempotent."""
+        self._check()
+        native.cas32(self._f.addr + CLOSED, 0, 1)
+        self._signal_all()
+
+    # ---------------------------------------------------------------- consuming
+
+    def _try_take(self, receive):
+        f = self._f
+        skipped = 0
+        while True:
+            closed = f.load32(CLOSED)
+            h = f.load64(HEAD) & M64
+            cell = self._cell(h)
+            w = f.load64(cell) & M64
+            d = _dist(w, h)
+            s = _state(w)
+            if d == 0 and s == FULL:
+                if f.cas64(cell, w, _word(h, READING, self._entry)):
+                    f.cas64(HEAD, h, h + 1)
+                    return self._deliver(cell, h, receive)
+            elif d < 0 or (d == 0 and s != READING):
+                if closed != 0 and not (d == 0 and s == WRITING):
+                    return _DRAINED
+                return _EMPTY
+            elif f.cas64(HEAD, h, h + 1) and d > 0:
+                skipped += 1
+                if skipped > 2 * self.capacity:
+                    raise InvalidDataError("queue %s is corrupt: cells ahead of the head by more than two laps"
+                                           % self.name)
+
+    def _deliver(self, cell, pos, receive):
+        """Receives the message of the cell we claimed (READING) and frees the cell."""
+        f = self._f
+        result = _REJECTED
+        try:
+            n = f.load32(cell + 8)
+            if n < 0 or n > self.max_message:
+                f.fetch_add64(REJECTED, 1)
+                self._warn("a message with the impossible length %d" % n)
+            else:
+                payload = f.read(cell + 16, n)
+                try:
+                    result = receive(payload)
+                except ResourceLimitError:
+                    # not the message's fault: give it back for another consumer (section 9.8)
+                    if f.cas64(cell, _word(pos, READING, self._entry), _word(pos, READING, RETURNED)):
+                        self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+                        cell = None
+                    raise
+                except RefshareError as e:
+                    self.rejected += 1
+                    self._warn("rejected a message: %s" % e)
+        finally:
+            if cell is not None:
+                f.store64(cell, _word(pos + self.capacity))
+                self._signal(NOT_FULL_SEQ, PRODUCERS_SLEEPING)
+                f.fetch_add64(self._e(self._entry, E_TAKEN), 1)
+                if f.load32(CONSUMERS_SLEEPING) > 0 and self._message_at_head():
+                    self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+        return result
+
+    def _warn(self, what):
+        print("refshare: queue %s: %s" % (self.name, what), file=sys.stderr)
+
+    def poll_message(self, timeout, receive):
+        """The next message through ``receive`` (run while the cell is claimed), or None after
+        ``timeout`` seconds (None: forever); QueueClosedError once the stream ended and is drained."""
+        self._check()
+        self._set_role(ROLE_CONSUMER)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            r = self._try_take(receive)
+            if r is _REJECTED:
+                continue
+            if r is _DRAINED:
+                adopted = self._sweep(fresh=True, adopt=True, receive=receive)
+                if adopted is not None:
+                    if adopted is _REJECTED:
+                        continue
+                    return adopted
+                r = self._try_take(receive)
+                if r is _DRAINED:
+                    if self._f.load32(CLOSED) == 2:
+                        raise ProducersGoneError("queue %s: every producer died; the stream ended" % self.name)
+                    raise QueueClosedError("queue %s: the stream has ended" % self.name)
+            if r is not _EMPTY:
+                if r is _REJECTED or r is _DRAINED:
+                    continue
+                return r
+            now = time.monotonic()
+            if now >= self._next_sweep:
+                self._next_sweep = now + SWEEP_S
+                adopted = self._sweep(fresh=False, adopt=True, receive=receive)
+                if adopted is not None and adopted is not _REJECTED:
+                    return adopted
+            if now >= self._next_gone_check:
+                self._next_gone_check = now + GONE_CHECK_S
+                if self._producers_gone():
+                    if native.cas32(self._f.addr + CLOSED, 0, 2):
+                        self._signal_all()
+                    continue
+            left = SLICE_S if deadline is None else deadline - now
+            if left <= 0:
+                if self._f.load32(CONSUMERS_SLEEPING) > 0 and self._message_at_head():
+                    self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+                return None
+            self._sleep(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING, E_CSLEEP, self._message_at_head, left)
+
+    def poll(self, timeout=0.0):
+        """The next tensor, or None after ``timeout`` seconds; QueueClosedError at the end of the stream."""
+        return self.poll_message(timeout, self._sharing.receive)
+
+    def take(self):
+        """The next tensor, waiting for one; QueueClosedError at the end of the stream."""
+        while True:
+            t = self.poll(None)
+            if t is not None:
+                return t
+
+    def __iter__(self):
+        """Tensors until the end of the stream (ProducersGoneError if every producer died)."""
+        while True:
+            try:
+                yield self.take()
+            except ProducersGoneError:
+                raise
+            except QueueClosedError:
+                return
+
+    def _producers_gone(self):
+        if self._verdict(self._owner) != shm.DEAD:
+            return False
+        for _, ident, role in self._participants():
+            if role & ROLE_PRODUCER and self._verdict(ident) != shm.DEAD:
+                return False
+        return not (self._role & ROLE_PRODUCER)
+
+    # ---------------------------------------------------------------- recovery
+
+    def _sweep(self, fresh, adopt, receive=None, me_index=None):
+        """Finds DEAD participants, repairs their cells and returned cells, reclaims their entries
+        (section 9.6). Returns the result of delivering an adopted cell, or None."""
+        f = self._f
+        me = self._entry if me_index is None else me_index
+        if fresh:
+            self._dead_cache = {x for x in self._dead_cache}  # DEAD stays DEAD; ALIVE is never cached
+        dead = {}
+        for i in range(self._parts):
+            if i == me:
+                continue
+            w = f.load64(self._e(i)) & M64
+            if w == 0:
+                continue
+            if w & MARK:
+                reclaimer = shm.ProcessIdentity.unpacked(w)
+                if reclaimer != self._me and self._verdict(reclaimer) == shm.DEAD:
+                    dead[i] = w
+            elif w & ((1 << 22) - 1) == 0 or self._verdict(shm.ProcessIdentity.unpacked(w)) == shm.DEAD:
+                dead[i] = w
+        adopted = None
+        needed = set()
+        consumer = bool(self._role & ROLE_CONSUMER) and me >= 0
+        if dead or consumer:
+            for c in range(self.capacity):
+                cell = self._cells + c * self._cell_len
+                while True:
+                    w = f.load64(cell) & M64
+                    s, cl = _state(w), _claimant(w)
+                    if s not in (WRITING, READING):
+                        break
+                    if cl == RETURNED and s == READING:
+                        pass
+                    elif cl in dead and (f.load64(self._e(cl)) & M64) == dead[cl]:
+                        pass
+                    else:
+                        break
+                    p = w & POS_MASK
+                    if s == WRITING:
+                        if f.cas64(cell, w, _word(p + self.capacity)):
+                            self._signal_all()
+                            break
+                        continue
+                    if adopt and consumer and adopted is None:
+                        if f.cas64(cell, w, _word(p, READING, me)):
+                            adopted = self._deliver(cell, p, receive)
+                            break
+                        continue
+                    if (f.load64(TAIL) & POS_MASK) == (p + self.capacity) & POS_MASK:
+                        if f.cas64(cell, w, _word(p + self.capacity, FULL)):
+                            self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+                            break
+                        continue
+                    if cl != RETURNED:
+                        needed.add(cl)
+                    break
+        for i, w in dead.items():
+            if i in needed:
+                continue
+            mark = self._packed | MARK
+            if f.cas64(self._e(i), w, mark):
+                self._fold(i)
+                f.cas64(self._e(i), mark, 0)
+        return adopted
+
+    # ---------------------------------------------------------------- leaving
+
+    def _consumer_attached(self):
+        for _, ident, role in self._participants():
+            if (role & ROLE_CONSUMER or not role & ROLE_PRODUCER) and self._verdict(ident) != shm.DEAD:
+                return True
+        return False
+
+    def _other_producer_attached(self):
+        for _, ident, role in self._participants():
+            if role & ROLE_PRODUCER and self._verdict(ident) != shm.DEAD:
+                return True
+        return False
+
+    def _check(self):
+        if self._closed:
+            raise RefshareError("queue %s is closed" % self.name)
+
+    def close(self):
+        """Leaves the queue. The creator's close ends the stream (consumers still drain it); a
+        consumer's close never does. The last producer-side close that finds the stream ended
+        and no consumer attached returns the references of messages left in it."""
+        if self._closed:
+            return
+        self._closed = True
+        f = self._f
+        try:
+            if self._creator:
+                native.cas32(f.addr + CLOSED, 0, 1)
+                self._signal_all()
+                f.unlink()
+            producer_side = self._creator or self._role & ROLE_PRODUCER
+            if (producer_side and f.load32(CLOSED) != 0 and not self._consumer_attached()
+                    and not self._other_producer_attached()):
+                self._drain()
+        finally:
+            self._fold(self._entry)
+            f.cas64(self._e(self._entry), self._packed, 0)
+            f.close()
+
+    def _drain(self):
+        def cancel(payload):
+            try:
+                self._sharing.cancel(payload)
+            except RefshareError:
+                pass
+            return _REJECTED
+        for _ in range(self.capacity + 1):
+            if self._try_take(cancel) in (_EMPTY, _DRAINED):
+                break
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "TensorQueue[%s]" % self.name

@@ -1,0 +1,66 @@
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, PYTHON_DIR)
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer.py")
+
+
+@pytest.fixture
+def shmdir():
+    """A fresh directory under /dev/shm; the test fails if anything is left in it."""
+    d = tempfile.mkdtemp(prefix="refshare-pytest-", dir="/dev/shm")
+    yield d
+    import gc
+    gc.collect()
+    left = sorted(os.listdir(d))
+    shutil.rmtree(d, ignore_errors=True)
+    assert left == [], "left behind in the shared-memory directory: %s" % left
+
+
+class Peers:
+    """Child processes of one test: every one is killed and reaped at the end."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, *args):
+        env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+        p = subprocess.Popen([sys.executable, PEER] + [str(a) for a in args], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+            p.wait()
+            for s in (p.stdin, p.stdout):
+                if s:
+                    s.close()
+
+
+@pytest.fixture
+def peers():
+    ps = Peers()
+    yield ps
+    ps.close()
+
+
+def line(p):
+    """The next line of a peer's stdout, split; fails when the peer exited."""
+    out = p.stdout.readline()
+    assert out, "peer exited (rc %s)" % p.poll()
+    return out.split()
+
+
+def kill(p):
+    p.send_signal(signal.SIGKILL)
+    p.wait()

@@ -1,0 +1,148 @@
+"""The directory: names, modes, owner checks, space reservation, life files and verdicts, the janitor."""
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+
+import pytest
+
+import refshare
+from refshare import shm
+from refshare.errors import InvalidDataError, OutOfSharedMemoryError, RefshareError
+
+from conftest import kill, line
+
+
+def test_created_files_are_0600_named_by_the_shape_and_name_their_owner(shmdir):
+    d = shm.ShmDirectory(shmdir)
+    f = d.create("seg", 8192)
+    try:
+        st = os.stat(f.path)
+        assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_size == 8192
+        assert d.kind_of(f.name) == "seg" and len(f.name) == len("refshare-seg-") + 32
+        h = d.read_header(f.name)
+        assert h[3] == shm.current() and h[0] == 0
+        assert os.path.exists(os.path.join(shmdir, d.life_name(shm.current())))
+    finally:
+        f.unlink()
+        f.close()
+        d.release_life_lock()
+
+
+def test_group_access_creates_0660(shmdir):
+    d = shm.ShmDirectory(shmdir, group_access=True)
+    f = d.create("cnt", 4096)
+    try:
+        assert stat.S_IMODE(os.stat(f.path).st_mode) == 0o660
+    finally:
+        f.unlink()
+        f.close()
+        d.release_life_lock()
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "a/b", "refshare-seg-XYZ", "other-seg-" + "0" * 32,
+                                  "refshare-cnt-" + "0" * 32, "refshare-seg-" + "0" * 31 + "G", ""])
+def test_foreign_names_are_refused_before_any_open(shmdir, name):
+    d = shm.ShmDirectory(shmdir)
+    with pytest.raises(InvalidDataError):
+        d.open(name, "seg", 32)
+
+
+def test_links_fifos_and_truncated_files_are_refused(shmdir):
+    d = shm.ShmDirectory(shmdir)
+    link = os.path.join(shmdir, "refshare-seg-" + "1" * 32)
+    os.symlink("/etc/passwd", link)
+    fifo = os.path.join(shmdir, "refshare-seg-" + "2" * 32)
+    os.mkfifo(fifo)
+    short = os.path.join(shmdir, "refshare-seg-" + "3" * 32)
+    with open(short, "wb") as f:
+        f.write(b"x" * 10)
+    try:
+        with pytest.raises(InvalidDataError, match="link"):
+            d.open(os.path.basename(link), "seg", 32)
+        with pytest.raises(InvalidDataError, match="not a regular file"):
+            d.open(os.path.basename(fifo), "seg", 32)
+        with pytest.raises(InvalidDataError, match="truncated"):
+            d.open(os.path.basename(short), "seg", 32)
+    finally:
+        for p in (link, fifo, short):
+            os.unlink(p)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_a_file_of_another_user_is_refused(shmdir):
+    d = shm.ShmDirectory(shmdir)
+    path = os.path.join(shmdir, "refshare-seg-" + "4" * 32)
+    with open(path, "wb") as f:
+        f.write(b"\0" * 64)
+    os.chown(path, 65534, 65534)
+    try:
+        with pytest.raises(RefshareError, match="belongs to uid 65534"):
+            d.open(os.path.basename(path), "seg", 32)
+    finally:
+        os.unlink(path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount a small tmpfs")
+def test_a_full_tmpfs_is_an_out_of_shared_memory_error_at_creation():
+    mount = tempfile.mkdtemp(prefix="refshare-full-", dir="/tmp")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mount], capture_output=True, text=True)
+    if r.returncode != 0:
+        os.rmdir(mount)
+        pytest.skip("cannot mount a tmpfs here: " + r.stderr.strip())
+    try:
+        with refshare.open(directory=mount) as rs:
+            with pytest.raises(OutOfSharedMemoryError, match="no space left"):
+                rs.allocate("uint8", (8 << 20,))
+            with pytest.raises(OutOfSharedMemoryError, match="no space left"):
+                rs.allocate("uint8", (1000,))  # small blocks come from a 4 MiB slab: too big for 1 MiB too
+    finally:
+        left = [n for n in os.listdir(mount)]
+        subprocess.run(["umount", mount], check=True)
+        os.rmdir(mount)
+    assert left == [], "a failed creation left %s" % left
+
+
+def test_verdicts_alive_dead_unknown(shmdir, peers):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        p = peers.start("consume", shmdir, q.name, 0)
+        assert line(p) == ["READY"]
+        d = rs.directory
+        child = shm.ProcessIdentity(p.pid, shm.proc_identity(p.pid).start)
+        assert d.verdict(child) == shm.ALIVE
+        assert d.verdict(shm.current()) == shm.ALIVE
+        assert d.verdict(shm.ProcessIdentity(p.pid, child.start + 1)) == shm.UNKNOWN  # no evidence
+        kill(p)
+        assert d.verdict(child) == shm.DEAD
+        q.close()
+        assert d.life_name(child) in os.listdir(shmdir)
+        assert d.life_name(child) in refshare.gc(directory=shmdir)
+        assert d.verdict(child) == shm.UNKNOWN  # no life file, no such process: never DEAD without evidence
+
+
+def test_life_file_goes_with_the_last_close(shmdir):
+    rs1 = refshare.open(directory=shmdir)
+    rs2 = refshare.open(directory=shmdir)
+    t = rs1.allocate("float32", (4,))
+    life = rs1.directory.life_name(shm.current())
+    assert life in os.listdir(shmdir)
+    t.close()
+    rs1.close()
+    assert life in os.listdir(shmdir)
+    rs2.close()
+    assert os.listdir(shmdir) == []
+
+
+def test_janitor_keeps_files_of_live_processes_and_unknown_ones(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        with rs.allocate("uint8", (10,)):
+            assert refshare.gc(directory=shmdir) == []
+            # a file naming a process nobody can judge (no life file, no such pid here) stays
+            d = rs.directory
+            f = d.create("seg", 4096)
+            f.store64(16, 4_000_000)
+            assert refshare.gc(directory=shmdir) == []
+            f.unlink()
+            f.close()
