@@ -9,6 +9,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 
@@ -25,10 +26,27 @@ def cache_dir():
                         "refshare")
 
 
+def _private_dir(d):
+    """``d`` created if needed; refused unless it is a directory of ours that nobody else can
+    write (a library loaded from a directory others can write would run their code)."""
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise RefshareError("refusing %s as the native helper's cache: not a directory of uid %d that only "
+                            "its owner can write" % (d, os.geteuid()))
+    return d
+
+
 def library_path():
     with open(_SOURCE, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
-    return os.path.join(cache_dir(), "librefshare_native-" + digest + ".so")
+    name = "librefshare_native-" + digest + ".so"
+    try:
+        d = _private_dir(cache_dir())
+    except OSError:
+        # no writable home (a service account): a private folder in the temporary directory
+        d = _private_dir(os.path.join(tempfile.gettempdir(), "refshare-native-%d" % os.geteuid()))
+    return os.path.join(d, name)
 
 
 def build(force=False):
@@ -40,7 +58,6 @@ def build(force=False):
     if compiler is None:
         raise RefshareError("refshare needs a C compiler (cc or gcc; Debian: apt-get install gcc) to build its "
                             "atomics helper " + _SOURCE + " once")
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     # compile to a private name, then rename: concurrent first imports never load a half-written file
     fd, tmp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=os.path.dirname(path))
     os.close(fd)
@@ -55,8 +72,12 @@ def build(force=False):
     return path
 
 
-def _load():
-    lib = ctypes.CDLL(build())
+def _load(blocking):
+    # ctypes.CDLL releases the GIL around every call; for an atomic that takes nanoseconds that
+    # hands the interpreter to any other runnable thread (a collector) for up to a switch
+    # interval. PyDLL keeps the GIL: used for everything but the calls that may sleep (futex wait).
+    path = build()
+    lib = ctypes.CDLL(path) if blocking else ctypes.PyDLL(path)
     u64, i64, i32, c_int = ctypes.c_uint64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int
     sigs = {
         "rs_load64": ([u64], i64), "rs_store64": ([u64, i64], None), "rs_exchange64": ([u64, i64], i64),
@@ -74,7 +95,8 @@ def _load():
     return lib
 
 
-lib = _load()
+lib = _load(blocking=False)
+_sleeping = _load(blocking=True)
 
 load64 = lib.rs_load64
 store64 = lib.rs_store64
@@ -88,7 +110,7 @@ exchange32 = lib.rs_exchange32
 fetch_add32 = lib.rs_fetch_add32
 fetch_or32 = lib.rs_fetch_or32
 cas32 = lib.rs_cas32
-futex_wait = lib.rs_futex_wait
+futex_wait = _sleeping.rs_futex_wait
 futex_wake = lib.rs_futex_wake
 release_all_held = lib.rs_release_all_held
 count_low = lib.rs_count_low

@@ -77,6 +77,8 @@ class TensorQueue:
         self._creator = creator
         self._closed = False
         self.rejected = 0
+        self._quiet_until = 0.0
+        self._suppressed = 0
         g = [int.from_bytes(f.read(o, 4), "little") for o in (CAPACITY, MAX_MESSAGE, CELL_LENGTH,
                                                                PARTICIPANT_CAPACITY)]
         self.capacity, self.max_message, self._cell_len, self._parts = g
@@ -378,7 +380,15 @@ class TensorQueue:
         return result
 
     def _warn(self, what):
-        print("refshare: queue %s: %s" % (self.name, what), file=sys.stderr)
+        """Reports to stderr, at most once a second per handle; repeats are counted, not printed."""
+        now = time.monotonic()
+        if now < self._quiet_until:
+            self._suppressed += 1
+            return
+        more = " (%d similar warnings suppressed)" % self._suppressed if self._suppressed else ""
+        self._suppressed = 0
+        self._quiet_until = now + 1.0
+        print("refshare: queue %s: %s%s" % (self.name, what, more), file=sys.stderr)
 
     def poll_message(self, timeout, receive):
         """The next message through ``receive`` (run while the cell is claimed), or None after
@@ -389,6 +399,8 @@ class TensorQueue:
         while True:
             r = self._try_take(receive)
             if r is _REJECTED:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return None  # the timeout holds even while garbage keeps arriving
                 continue
             if r is _DRAINED:
                 adopted = self._sweep(fresh=True, adopt=True, receive=receive)

@@ -38,6 +38,9 @@ class Sharing:
         self._segments = {}         # received segment name -> [Segment, blocks held]
         self._counters = {}         # foreign counter file name -> CounterFile
         self._held = collections.Counter()  # foreign counter file name -> tokens we hold in it
+        self._next_counter_check = 0.0
+        self._seen_releases = -1   # releases counted in our files at the last limbo walk
+        self._seen_limbo = 0       # limbo size after it
         self._holders = []          # holder files we created (reclaimed by our collector)
         self.shared = self.received = self.collected = self.reclaimed = 0
         self._closed = False
@@ -103,8 +106,28 @@ class Sharing:
                 self._counters[name] = c
             return c
 
+    def _drop_finished_counters(self):
+        """Leaves and unmaps foreign counter files we hold nothing in once their owner removed
+        them (it does when every token came back): a long-lived consumer keeps no stale mappings."""
+        now = time.monotonic()
+        if now < self._next_counter_check:
+            return
+        self._next_counter_check = now + 1.0
+        with self._lock:
+            for name, c in list(self._counters.items()):
+                if self._held[name] <= 0 and not os.path.exists(c.file.path):
+                    del self._counters[name]
+                    self._held.pop(name, None)
+                    c.leave()
+                    c.close()
+            for name, entry in list(self._segments.items()):
+                if entry[1] == 0 and not os.path.exists(entry[0].file.path):
+                    del self._segments[name]
+                    entry[0].close()
+
     def receive(self, data):
         """Claims the reference ``data`` (descriptor bytes) carries; a Tensor over its block."""
+        self._drop_finished_counters()
         d = data if isinstance(data, dc.Descriptor) else dc.decode(data, self.dir.is_ours)
         if d.backend != dc.BACKEND_HOST:
             raise RefshareError("a CUDA descriptor cannot be received by the Python package (host memory only); "
@@ -169,10 +192,7 @@ class Sharing:
             entry = self._segments.get(name)
             if entry is None:
                 return
-            entry[1] -= 1
-            if entry[1] == 0 and not os.path.exists(entry[0].file.path):
-                del self._segments[name]
-                entry[0].close()
+            entry[1] -= 1  # an idle mapping is dropped once its file is gone (_drop_finished_counters)
 
     # ---------------------------------------------------------------- giving back
 
@@ -199,21 +219,22 @@ class Sharing:
             self._segment_done(h.segment.name)
             with self._lock:
                 self._held[cnt.name] -= 1
-                if self._held[cnt.name] <= 0 and cnt.name in self._counters and cnt.is_retired():
-                    # a retired file hands out nothing more: we gave back all we held, so leave it
-                    del self._held[cnt.name]
-                    del self._counters[cnt.name]
-                    cnt.leave()
-                    cnt.close()
 
     def collect(self):
         """Frees limbo blocks whose every token came back; the number freed."""
         with self._lock:
+            # nothing can have come back unless some release was counted since the last scan
+            # (or the limbo grew): skip the walk over the whole limbo then
+            releases = sum(c.releases() for c in self._own)
+            if releases == self._seen_releases and len(self._limbo) <= self._seen_limbo:
+                return 0
+            self._seen_releases = releases
             done = [h for h in self._limbo if all(_released(cnt, slot) for cnt, slot in h.sent)]
             if done:
                 ids = {id(h) for h in done}
                 self._limbo = [h for h in self._limbo if id(h) not in ids]
             self.collected += len(done)
+            self._seen_limbo = len(self._limbo)
         for h in done:  # never under the lock: freeing may collect again
             self._finish(h)
         return len(done)
@@ -273,6 +294,7 @@ class Sharing:
             for cnt in list(self._own[:-1]):
                 if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _ in h.sent):
                     self._own.remove(cnt)
+                    self._seen_releases = -1
                     cnt.file.unlink()
                     cnt.close()
             for name, entry in list(self._segments.items()):

@@ -226,6 +226,7 @@ class ShmDirectory:
         if not os.path.isdir(self.path):
             raise RefshareError("shared memory directory does not exist: " + self.path)
         self._names = re.compile(re.escape(prefix) + r"-([a-z]{1,8})-[0-9a-f]{32}\Z")
+        self._kinds = {}
         self.uid = os.geteuid()
         self.gid = os.getegid()
         self.groups = set(os.getgroups()) | {self.gid}
@@ -236,8 +237,15 @@ class ShmDirectory:
         return "%s-%s-%s" % (self.prefix, kind, secrets.token_hex(16))
 
     def kind_of(self, name):
-        m = self._names.match(name) if isinstance(name, str) else None
-        return m.group(1) if m and m.group(1) in KINDS else None
+        kind = self._kinds.get(name)
+        if kind is None:
+            m = self._names.match(name) if isinstance(name, str) else None
+            kind = m.group(1) if m and m.group(1) in KINDS else ""
+            if len(self._kinds) > 4096:
+                self._kinds.clear()  # a bounded memo: names from outside are many, ours are few
+            if isinstance(name, str):
+                self._kinds[name] = kind
+        return kind or None
 
     def is_ours(self, name):
         return self.kind_of(name) is not None

@@ -104,6 +104,15 @@ class Tensor:
         if self._array is None:
             lay = self._layout
             size = lay.dtype.itemsize
+            if lay.is_contiguous() and not lay.is_empty():
+                # the common case, about twice as fast as the general constructor below
+                start = self._block.offset + lay.storage_offset * size
+                arr = self._block.segment.file.view[start:start + lay.element_count() * size]
+                arr = arr.view(lay.dtype.numpy).reshape(lay.shape)
+                if not self._writable:
+                    arr.flags.writeable = False
+                self._array = arr
+                return arr
             arr = np.ndarray(lay.shape, dtype=lay.dtype.numpy, buffer=self._block.byte_view(),
                              offset=lay.storage_offset * size, strides=tuple(s * size for s in lay.strides))
             if not self._writable:

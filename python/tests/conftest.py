@@ -39,12 +39,21 @@ class Peers:
 
     def close(self):
         for p in self.procs:
-            if p.poll() is None:
+            try:
+                p.wait(timeout=10)  # a peer that finished its work is still closing: let it
+            except subprocess.TimeoutExpired:
                 p.send_signal(signal.SIGKILL)
-            p.wait()
+                p.wait()
             for s in (p.stdin, p.stdout):
                 if s:
                     s.close()
+
+    def finish(self):
+        """Waits for every peer to exit on its own (their stdin closed)."""
+        for p in self.procs:
+            if p.stdin and not p.stdin.closed:
+                p.stdin.close()
+            p.wait(timeout=30)
 
 
 @pytest.fixture

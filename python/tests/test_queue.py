@@ -1,0 +1,252 @@
+"""Queues between real processes: exactly-once delivery, waiting, stream end, recovery."""
+import os
+import struct
+import time
+
+import numpy as np
+import pytest
+
+import refshare
+from refshare import queue as qm
+from refshare.errors import ProducersGoneError, QueueClosedError
+
+from conftest import kill, line
+from peer import pattern
+
+
+def message(rs, ident, size):
+    t = rs.allocate("uint8", (size,))
+    a = t.numpy()
+    a[:8] = np.frombuffer(struct.pack("<q", ident), dtype=np.uint8)
+    a[8:] = pattern(ident, size - 8)
+    return t
+
+
+def settle(rs, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while rs.stats().limbo_blocks and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return rs.stats().limbo_blocks
+
+
+def test_put_take_poll_in_one_process(shmdir):
+    with refshare.open(directory=shmdir) as rs, rs.create_queue(capacity=4) as q:
+        assert q.poll(0.05) is None
+        for i in range(4):
+            with rs.from_numpy(np.full(3, i, dtype=np.int16)) as t:
+                assert q.offer(t, 0)
+        with rs.from_numpy(np.zeros(1)) as t:
+            start = time.monotonic()
+            assert not q.offer(t, 0.1), "full queue"
+            assert time.monotonic() - start >= 0.09
+        for i in range(4):
+            with q.take() as t:
+                assert t.dtype == "int16" and t.numpy().tolist() == [i] * 3
+        q.end_of_stream()
+        with pytest.raises(QueueClosedError):
+            q.take()
+        assert list(q) == []
+        assert settle(rs) == 0
+
+
+def test_consumer_close_does_not_end_the_stream_and_messages_wait(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=8)
+        with refshare.open(directory=shmdir) as other:
+            c = other.open_queue(q.name)
+            with rs.from_numpy(np.arange(5)) as t:
+                q.put(t)
+            c.close()
+        with rs.from_numpy(np.arange(6)) as t:
+            q.put(t)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            assert c.take().numpy().tolist() == list(range(5))
+            assert c.take().numpy().tolist() == list(range(6))
+        q.close()
+        assert settle(rs) == 0
+
+
+def test_stream_ended_with_no_consumer_returns_the_references(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=8)
+        for i in range(5):
+            with rs.from_numpy(np.arange(i + 1)) as t:
+                q.put(t)
+        assert rs.stats().limbo_blocks == 5
+        q.close()
+        rs.collect()
+        assert settle(rs) == 0 and rs.stats().collected == 5
+
+
+def test_many_messages_to_two_consumer_processes_each_exactly_once(shmdir, peers):
+    n = 600
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=16)
+        cs = [peers.start("consume", shmdir, q.name, 0) for _ in range(2)]
+        for c in cs:
+            assert line(c) == ["READY"]
+        for i in range(n):
+            with message(rs, i, 64 + (i % 7) * 1000) as t:
+                q.put(t)
+        q.close()
+        seen = []
+        for c in cs:
+            words = line(c)
+            assert words[0] == "DONE" and words[2] == "0", "bytes verified"
+            seen += [int(x) for x in words[3:]]
+            assert int(words[1]) == len(words) - 3
+        assert sorted(seen) == list(range(n))
+        assert settle(rs) == 0
+    peers.finish()
+    refshare.gc(directory=shmdir)
+
+
+def test_python_consumer_of_a_python_producer_process(shmdir, peers):
+    p = peers.start("produce", shmdir, 8, 40, 2048)
+    name = line(p)[1]
+    got = []
+    with refshare.open(directory=shmdir) as rs, rs.open_queue(name) as q:
+        while len(got) < 40:
+            with q.take() as t:
+                a = t.numpy()
+                ident = int(a[:8].view(np.int64)[0])
+                assert np.array_equal(a[8:], pattern(ident, a.size - 8))
+                assert np.array_equal(t.torch().numpy(), a)
+                got.append(ident)
+        assert line(p) == ["PUT", "40"]
+        p.stdin.write("close\n")
+        p.stdin.flush()
+        with pytest.raises(QueueClosedError) as e:
+            q.take()
+        assert not isinstance(e.value, ProducersGoneError)
+    p.wait()
+    assert got == list(range(40))
+
+
+def test_sigkilled_consumer_holding_references_is_reclaimed_exactly(shmdir, peers):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=32)
+        c = peers.start("consume", shmdir, q.name, 5)
+        assert line(c) == ["READY"]
+        for i in range(5):
+            with message(rs, i, 4096) as t:
+                q.put(t)
+        assert line(c) == ["HELD", "5", "0"]
+        assert rs.stats().limbo_blocks == 5
+        kill(c)
+        deadline = time.monotonic() + 5
+        while rs.stats().reclaimed < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert rs.stats().reclaimed == 5, "exactly the dead consumer's references"
+        assert settle(rs) == 0
+        q.close()
+    refshare.gc(directory=shmdir)
+
+
+def test_producers_gone_when_the_producer_process_is_killed(shmdir, peers):
+    p = peers.start("produce", shmdir, 8, 3, 100)
+    name = line(p)[1]
+    assert line(p) == ["PUT", "3"]
+    with refshare.open(directory=shmdir) as rs, rs.open_queue(name) as q:
+        kill(p)
+        for i in range(3):  # what was queued is still delivered, with valid bytes
+            with q.take() as t:
+                assert int(t.numpy()[:8].view(np.int64)[0]) == i
+        start = time.monotonic()
+        with pytest.raises(ProducersGoneError):
+            q.take()
+        assert time.monotonic() - start < 2.0
+        with pytest.raises(ProducersGoneError):
+            q.poll(0.1)
+    refshare.gc(directory=shmdir)
+
+
+def test_a_dead_claimants_reading_cell_is_delivered_to_another_consumer(shmdir):
+    """Simulates a consumer killed between claiming a cell and finishing its poll: its entry names
+    a dead process and the cell is READING in its name."""
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        with rs.from_numpy(np.arange(7)) as t:
+            q.put(t)
+        f = q._f
+        dead = refshare.shm.ProcessIdentity(os.getpid(), refshare.shm.current().start + 12345)
+        open(os.path.join(shmdir, rs.directory.life_name(dead)), "wb").close()  # a life file nobody locks: DEAD
+        entry = 5
+        f.store64(q._e(entry), dead.packed())
+        cell = q._cell(0)
+        w = f.load64(cell)
+        assert f.cas64(cell, w, qm._word(0, qm.READING, entry))
+        f.cas64(qm.HEAD, 0, 1)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            with c.poll(2.0) as t:
+                assert t.numpy().tolist() == list(range(7))
+            assert c.poll(0.05) is None
+        assert f.load64(q._e(entry)) == 0, "the dead entry was reclaimed"
+        q.close()
+        os.unlink(os.path.join(shmdir, rs.directory.life_name(dead)))
+        assert settle(rs) == 0
+
+
+def test_a_returned_cell_is_adopted(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        with rs.from_numpy(np.arange(3)) as t:
+            q.put(t)
+        f = q._f
+        cell = q._cell(0)
+        assert f.cas64(cell, f.load64(cell), qm._word(0, qm.READING, qm.RETURNED))
+        f.cas64(qm.HEAD, 0, 1)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            with c.poll(2.0) as t:
+                assert t.numpy().tolist() == [0, 1, 2]
+        q.close()
+        assert settle(rs) == 0
+
+
+def test_corrupt_queue_headers_are_refused(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        f = q._f
+        for off, value in ((8, 9), (32, 0), (40, 17), (44, 0)):
+            old = f.read(off, 4)
+            f.write(off, value.to_bytes(4, "little"))
+            with pytest.raises(refshare.InvalidDataError):
+                rs.open_queue(q.name)
+            f.write(off, old)
+        q.close()
+
+
+def test_garbage_messages_are_rejected_and_the_queue_serves_on(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=8)
+        for junk in (b"\x00" * 80, b"RFSD" + b"\xff" * 100, b"x"):
+            assert q.offer_bytes(junk, 0)
+        with rs.from_numpy(np.arange(4)) as t:
+            q.put(t)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            with c.poll(1.0) as t:
+                assert t.numpy().tolist() == [0, 1, 2, 3]
+            assert c.rejected == 3
+        f = q._f
+        cell = q._cell(q._f.load64(qm.TAIL))
+        assert q.offer_bytes(b"y" * 10, 0)
+        f.write(cell + 8, (5000).to_bytes(4, "little"))  # an impossible length
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            assert c.poll(0.1) is None
+        assert f.load64(qm.REJECTED) == 1
+        q.close()
+
+
+def test_timeouts_hold(shmdir):
+    with refshare.open(directory=shmdir) as rs, rs.create_queue(capacity=1) as q:
+        for timeout in (0.0, 0.05, 0.2):
+            start = time.monotonic()
+            assert q.poll(timeout) is None
+            assert timeout <= time.monotonic() - start < timeout + 0.2
+        with rs.from_numpy(np.arange(2)) as t:
+            q.put(t)
+            start = time.monotonic()
+            assert not q.offer(t, 0.1)
+            assert 0.1 <= time.monotonic() - start < 0.4
+        with q.take():
+            pass
