@@ -35,11 +35,16 @@ def probe_range(n):
     return start, min(n, start + PROBE)
 
 
+_PROBES = [bytes([v]) * PROBE for v in range(256)]
+
+
 def read(data, expected):
-    """Payload#read: the first and last byte and 64 bytes from the middle all hold ``expected``."""
-    n = data.shape[0]
+    """Payload#read: the first and last byte and 64 bytes from the middle all hold ``expected``
+    (through a memoryview: a few hundred nanoseconds, where numpy comparisons cost microseconds)."""
+    m = data.data  # the array's memoryview: indexing it yields ints, slicing it copies nothing
+    n = len(m)
     start, end = probe_range(n)
-    return data[0] == expected and data[n - 1] == expected and bool((data[start:end] == expected).all())
+    return m[0] == expected and m[n - 1] == expected and m[start:end] == _PROBES[expected][:end - start]
 
 
 class Peer:
