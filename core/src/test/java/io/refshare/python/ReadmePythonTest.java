@@ -89,8 +89,9 @@ class ReadmePythonTest {
                     assertEquals(512L * 512 * 4, t.data().byteSize());
                     for (long off = 0; off < t.data().byteSize(); off += 4) {
                         if (t.data().get(ValueLayout.JAVA_FLOAT_UNALIGNED, off) != taken) {
-                            throw new AssertionError("tensor " + taken + ": " + t.data().get(
-                                    ValueLayout.JAVA_FLOAT_UNALIGNED, off) + " at byte " + off);
+                            throw new AssertionError("tensor " + taken + " holds " + t.data().get(
+                                    ValueLayout.JAVA_FLOAT_UNALIGNED, off) + " at byte " + off + ", expected "
+                                    + taken + " (an earlier value: memory reused; a later one: messages lost)");
                         }
                     }
                 }
