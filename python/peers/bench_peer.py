@@ -14,6 +14,7 @@ As a producer for a Java consumer (Python -> Java rows) it does what the Java pr
 Also: CLOCK -> CLOCK now; EXIT (or end of stdin) ends it. Failures answer ``ERROR text``.
 Args: directory, prefix.
 """
+import faulthandler
 import sys
 import time
 
@@ -177,4 +178,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    faulthandler.enable()  # a crash in native code prints where it happened
     sys.exit(main(sys.argv))

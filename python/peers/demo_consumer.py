@@ -7,6 +7,7 @@ each, and reports on stdout as the Java consumer (io.refshare.cli.DemoConsumer) 
 
 Args: directory, prefix, queue name, ``numpy`` or ``torch``.
 """
+import faulthandler
 import sys
 import time
 
@@ -49,4 +50,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    faulthandler.enable()  # a crash in native code prints where it happened
     sys.exit(main(sys.argv))

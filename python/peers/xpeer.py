@@ -29,6 +29,7 @@ Modes:
 Exit codes: 0 done, 2 usage, 3 a check failed.
 """
 import struct
+import faulthandler
 import sys
 import time
 
@@ -184,4 +185,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    faulthandler.enable()  # a crash in native code prints where it happened
     sys.exit(main(sys.argv))
