@@ -70,7 +70,7 @@ final class Benchmark {
                 python = settings.python() ? PythonBench.run(rs, peer, settings, plans, log)
                         : new PythonBench.Outcome(List.of(), "--no-python given", 0, 0);
                 measurements.addAll(python.measurements());
-                consumerExit = peer.finish();
+                consumerExit = peer.finish(log);
             }
             limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
         } finally {

@@ -7,6 +7,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
+import java.io.PrintStream;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -104,13 +105,23 @@ final class PeerProcess implements AutoCloseable {
         }
     }
 
-    /** Asks the consumer to finish and waits for it; its exit code. */
-    int finish() throws IOException, InterruptedException {
-        send(BenchPeer.EXIT);
-        if (!process.waitFor(30, TimeUnit.SECONDS)) {
-            throw new IOException(role + " " + pid() + " did not exit within 30 s");
+    /**
+     * Asks the process to finish and waits for it; its exit code. One that is gone already
+     * answers with its code; one stuck (say, on a queue whose other side died) is killed after
+     * 30 s, and the kill's code is what the run reports: the table still comes out.
+     */
+    int finish(PrintStream log) throws InterruptedException {
+        try {
+            send(BenchPeer.EXIT);
+        } catch (IOException gone) {
+            // its stdin is closed: it has exited or is exiting
         }
-        return process.exitValue();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            log.println(role + " " + pid() + " did not exit within 30 s of being asked to; killed");
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+        return process.isAlive() ? -1 : process.exitValue();
     }
 
     /**

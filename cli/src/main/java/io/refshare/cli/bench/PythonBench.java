@@ -63,7 +63,7 @@ final class PythonBench {
                 rs.trim();
             }
             long pid = python.pid();
-            int exit = python.finish();
+            int exit = python.finish(log);
             return new Outcome(out, exit == 0 ? null : "the Python process exited with code " + exit, pid, exit);
         } catch (IOException | RuntimeException e) {
             log.println("java<->python: failed (" + e.getMessage() + ")");
