@@ -1,13 +1,26 @@
 """refshare.open() and the Refshare context: the package's entry point."""
+import atexit
 import threading
+import weakref
 
-from . import descriptor as dc
 from . import shm
 from .sharing import Sharing
 from .tensor import layout_for
 
 _open_count = {}
 _open_lock = threading.Lock()
+_open_instances = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit():
+    """An interpreter that exits normally gives back what it holds and removes its files, as if
+    every Refshare had been closed (a killed process is the collectors' and the janitor's job)."""
+    for rs in list(_open_instances):
+        try:
+            rs.close()
+        except Exception:
+            pass
 
 
 class Refshare:
@@ -22,6 +35,7 @@ class Refshare:
         with _open_lock:
             key = (self.directory.path, self.directory.prefix)
             _open_count[key] = _open_count.get(key, 0) + 1
+            _open_instances.add(self)
 
     # ---------------------------------------------------------------- tensors
 
@@ -45,7 +59,6 @@ class Refshare:
 
     def from_torch(self, tensor):
         """A shared copy of a CPU torch tensor (one copy)."""
-        import torch
         src = tensor.detach()
         if src.device.type != "cpu":
             raise ValueError("from_torch takes a CPU tensor (host memory); got one on " + str(src.device))
@@ -162,9 +175,6 @@ def open(directory=None, prefix=None, group_access=False):  # noqa: A001 (the is
     the same defaults as the Java library; ``group_access`` makes files 0660 and accepts files
     of our groups."""
     return Refshare(directory, prefix, group_access)
-
-
-decode = dc.decode
 
 
 def gc(directory=None, prefix=None, group_access=False, dry_run=False):

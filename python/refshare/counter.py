@@ -3,7 +3,7 @@ Java: io.refshare.counter.CounterFile)."""
 import threading
 
 from . import native, shm
-from .errors import InvalidDataError, RefshareError, ResourceLimitError
+from .errors import InvalidDataError, ResourceLimitError
 
 MAGIC = 0x31544E554F435352  # "RSCOUNT1"
 VERSION = 1

@@ -32,12 +32,6 @@ _I64_MAX = (1 << 63) - 1
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,128}\Z")
 
 
-def _exact(value, what):
-    if value > _I64_MAX or value < -_I64_MAX - 1:
-        raise ValueError(what + " overflows 64 bits")
-    return value
-
-
 class TensorLayout:
     """How a block is read as a tensor: dtype, shape, strides and storage offset, both in
     elements and relative to the block (as in PyTorch). Sane by construction (section 7.4):

@@ -11,7 +11,7 @@ import mmap
 import threading
 
 from . import native, shm
-from .errors import InvalidDataError
+from .errors import InvalidDataError, OutOfSharedMemoryError
 
 MAGIC = 0x31544D4745535352  # "RSSEGMT1"
 VERSION = 1
@@ -142,7 +142,6 @@ class Allocator:
 
     def _new_segment(self, size):
         if self.limit_bytes is not None and self.segment_bytes + size > self.limit_bytes:
-            from .errors import OutOfSharedMemoryError
             raise OutOfSharedMemoryError("allocating %d more bytes would pass this process's limit of %d"
                                          % (size, self.limit_bytes))
         seg = Segment.create(self._dir, size)

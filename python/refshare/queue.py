@@ -472,8 +472,7 @@ class TensorQueue:
         (section 9.6). Returns the result of delivering an adopted cell, or None."""
         f = self._f
         me = self._entry if me_index is None else me_index
-        if fresh:
-            self._dead_cache = {x for x in self._dead_cache}  # DEAD stays DEAD; ALIVE is never cached
+        # verdicts are always fresh here: only DEAD (final) is cached, so ``fresh`` needs nothing more
         dead = {}
         for i in range(self._parts):
             if i == me:

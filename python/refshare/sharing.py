@@ -198,6 +198,8 @@ class Sharing:
 
     def _dropped(self, h):
         """The last Tensor over ``h`` closed."""
+        if self._closed:
+            return  # everything was given back and unmapped when this Sharing closed
         if all(cnt.is_released(slot) for cnt, slot in h.sent):
             self._finish(h)
         else:
@@ -288,8 +290,7 @@ class Sharing:
             if n:
                 with self._lock:
                     self.reclaimed += n
-        if any(cnt.handed_out() and True for cnt in own):
-            self.collect()
+        self.collect()
         with self._lock:
             for cnt in list(self._own[:-1]):
                 if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _ in h.sent):

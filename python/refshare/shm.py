@@ -22,6 +22,9 @@ OWNER_AND_GROUP = 0o660
 HEADER_LENGTH = 32
 KINDS = ("seg", "cnt", "q", "hold", "proc", "life")
 LIFE_MAGIC = 0x31304546494C5352  # "RSLIFE01"
+# what each magic (section 4) names, for tools
+KIND_BY_MAGIC = {0x31544D4745535352: "segment", 0x31544E554F435352: "counter", 0x3145554555515352: "queue",
+                 0x3152444C4F485352: "holder", 0x3153544154535352: "status", LIFE_MAGIC: "life"}
 _PREFIX = re.compile(r"[A-Za-z0-9_]{1,32}\Z")
 _HEADER = struct.Struct("<QIIqq")
 _MAX_PID = (1 << 22) - 1
@@ -139,9 +142,9 @@ class MappedFile:
         self.size = size
         self.created = created
         self._mm = mm
-        self._view = np.frombuffer(mm, dtype=np.uint8)  # an export: gives the address, keeps the map
-        if writable:
-            self._view = self._view  # writable mapping: numpy view inherits it
+        # an export of the mapping: gives its address, and arrays sliced from it keep it mapped;
+        # read-only exactly when the mapping is
+        self._view = np.frombuffer(mm, dtype=np.uint8)
         self.addr = self._view.__array_interface__["data"][0]
         self.closed = False
 

@@ -94,6 +94,8 @@ class Tensor:
     def _check(self):
         if self._closed:
             raise RefshareError("tensor is closed")
+        if self._block.sharing._closed:
+            raise RefshareError("the Refshare this tensor belongs to is closed")
 
     # ---------------------------------------------------------------- zero-copy access
 

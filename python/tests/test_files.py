@@ -3,6 +3,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -146,3 +147,38 @@ def test_janitor_keeps_files_of_live_processes_and_unknown_ones(shmdir):
             assert refshare.gc(directory=shmdir) == []
             f.unlink()
             f.close()
+
+
+def test_an_interpreter_exiting_without_close_leaves_nothing(shmdir):
+    code = ("import refshare, numpy as np\n"
+            "rs = refshare.open(directory=%r)\n"
+            "t = rs.from_numpy(np.ones(10)); b = rs.share(t); q = rs.create_queue(4)\n" % shmdir)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    assert os.listdir(shmdir) == []
+
+
+def test_conformance_file_headers():
+    import glob
+    import json
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.environ.get("REFSHARE_CONFORMANCE_DIR", os.path.join(here, "conformance"))
+    files = sorted(glob.glob(os.path.join(root, "headers", "*.json")))
+    if not files:
+        pytest.skip("no conformance fixtures at " + root + " (set REFSHARE_CONFORMANCE_DIR)")
+    for path in files:
+        fx = json.load(open(path))
+        raw = bytes.fromhex(fx["hex"])
+        if fx["expect"] == "error":
+            assert fx["error_python"] == "InvalidDataError"
+            with pytest.raises(InvalidDataError):
+                shm.parse_header(raw, fx["name"])
+            continue
+        h = shm.parse_header(raw, fx["name"])
+        if fx["expect"] == "no_owner":
+            assert h is None, fx["name"]
+            continue
+        magic, version, hlen, owner = h
+        assert (magic, version, hlen, owner.pid, owner.start) == (
+            fx["magic"], fx["version"], fx["header_length"], fx["owner_pid"], fx["owner_start_ticks"]), fx["name"]
+        assert shm.KIND_BY_MAGIC.get(magic) == fx["kind"], fx["name"]
