@@ -24,6 +24,7 @@ import java.util.Set;
  */
 final class Benchmark {
     private static final int CLOCK_PROBES = 50;
+    private static final long WARMUP_MAX_BYTES = 64 << 10;
 
     private final Settings settings;
     private final PrintStream log;
@@ -60,7 +61,9 @@ final class Benchmark {
                 try (SocketBench socket = SocketBench.connect(peer)) {
                     clock = ClockCheck.probe(peer, CLOCK_PROBES);
                     RefshareBench refshare = new RefshareBench(rs, peer);
-                    warmUp(refshare, socket, Collections.min(settings.sizes()));
+                    // compiling the hot paths does not need large payloads: a run of 256 MiB only would
+                    // otherwise fill 256 MiB tens of thousands of times before measuring anything
+                    warmUp(refshare, socket, Math.min(Collections.min(settings.sizes()), WARMUP_MAX_BYTES));
                     for (SizePlan plan : plans) {
                         measure(refshare, socket, plan);
                         rs.trim(); // give this size's pooled memory back before the next one
