@@ -125,8 +125,6 @@ class CrossLanguageCrashTest {
                         assertEquals(Messages.PYTHON_PRODUCER << 32 | i, Messages.verify(t.data()));
                         held.add(t);
                     }
-                    assertThrows(QueueClosedException.class, () -> queue.poll(10, TimeUnit.SECONDS),
-                            "the stream ends once the queue is drained and every producer is dead");
                     for (Tensor t : held) {
                         Messages.verify(t.data());
                         t.close(); // closes quietly although the producer is gone
@@ -136,6 +134,36 @@ class CrossLanguageCrashTest {
             }
         } finally {
             held.forEach(Tensor::close);
+            Janitor.sweep(shm.directory(), false);
+        }
+    }
+
+    /** DESIGN-15 C: a producer's death ends the stream for its consumers once they drained the queue. */
+    @Test
+    void theStreamEndsForAJavaConsumerWhenThePythonProducerIsKilled() throws Exception {
+        try {
+            try (Refshare rs = Refshare.open(shm.config())) {
+                PythonPeer py = PythonPeer.xpeer("produce", shm.path().toString(), "4");
+                try (ShareQueue queue = ShareQueue.open(rs, py.expect("QUEUE"))) {
+                    py.send("PUT 4096 2");
+                    assertEquals("2", py.expect("PUT"));
+                    py.kill();
+                    for (int i = 0; i < 2; i++) {
+                        try (Tensor t = queue.poll(10, TimeUnit.SECONDS)) {
+                            assertNotNull(t, "message " + i + " queued before the producer died");
+                            Messages.verify(t.data());
+                        }
+                    }
+                    long drained = System.nanoTime();
+                    assertThrows(QueueClosedException.class, () -> queue.poll(10, TimeUnit.SECONDS),
+                            "the stream ends once the queue is drained and every producer is dead");
+                    long millis = (System.nanoTime() - drained) / 1_000_000;
+                    assertTrue(millis < 2_000, "ended " + millis + " ms after the queue was drained");
+                } finally {
+                    py.kill();
+                }
+            }
+        } finally {
             Janitor.sweep(shm.directory(), false);
         }
     }
