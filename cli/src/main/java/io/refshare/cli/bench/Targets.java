@@ -78,7 +78,7 @@ record Targets(String name, String measured, Boolean met) {
         for (Mode mode : Mode.values()) {
             String system = PythonBench.JAVA_TO_PYTHON + mode.label();
             String label = system.substring(Measurement.REFSHARE.length());
-            String name = "p50 >= 10x below torch.mp's best strategy, every size (" + label + ")";
+            String name = "p50 >= 10x below torch.mp's best strategy, same mode, every size (" + label + ")";
             List<Measurement> ours = r.measurements().stream().filter(m -> m.system().equals(system)).toList();
             if (ours.isEmpty()) {
                 out.add(new Targets(name, "-", null));
