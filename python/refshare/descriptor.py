@@ -39,9 +39,9 @@ class TensorLayout:
     __slots__ = ("dtype", "shape", "strides", "storage_offset")
 
     def __init__(self, dtype, shape, strides=None, storage_offset=0):
-        self.dtype = dtypes.of(dtype)
-        self.shape = tuple(int(d) for d in shape)
-        self.strides = contiguous_strides(self.shape) if strides is None else tuple(int(s) for s in strides)
+        self.dtype = dtype if isinstance(dtype, dtypes.DType) else dtypes.of(dtype)
+        self.shape = tuple(map(int, shape))
+        self.strides = contiguous_strides(self.shape) if strides is None else tuple(map(int, strides))
         self.storage_offset = int(storage_offset)
         if len(self.shape) > MAX_RANK:
             raise ValueError("rank %d exceeds the maximum of %d" % (len(self.shape), MAX_RANK))
@@ -49,14 +49,13 @@ class TensorLayout:
             raise ValueError("shape has rank %d but strides has %d entries" % (len(self.shape), len(self.strides)))
         if self.storage_offset < 0:
             raise ValueError("storage offset is negative: %d" % self.storage_offset)
+        count = 1
         for i, (d, s) in enumerate(zip(self.shape, self.strides)):
             if d < 0:
                 raise ValueError("shape[%d] is negative: %d" % (i, d))
             if s < 0:
                 raise ValueError("strides[%d] is negative: %d (negative strides are not supported)" % (i, s))
-        count = 1
-        for d in self.shape:
-            count *= max(d, 1)
+            count *= d if d > 1 else 1
         if count > _I64_MAX:
             raise ValueError("element count of shape %s overflows 64 bits" % (list(self.shape),))
         last = self._last_index()
@@ -355,6 +354,8 @@ def decode(data, names=None):
 
 def _ascii(b, at, n, what):
     raw = b[at:at + n]
+    if raw.isascii():
+        return raw.decode("ascii")
     for i, c in enumerate(raw):
         if c >= 0x80:
             raise _bad("%s contains non-ASCII byte 0x%02X at index %d" % (what, c, i))

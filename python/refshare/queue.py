@@ -32,6 +32,8 @@ MARK = 1 << 63
 M64 = (1 << 64) - 1
 SLICE_S = 0.050
 SWEEP_S = 0.100
+SPIN_S = 0.000050
+CLOSE_TIMEOUT_S = 10.0
 GONE_CHECK_S = 0.200
 _EMPTY, _DRAINED, _NO_ROOM, _REJECTED = object(), object(), object(), object()
 
@@ -213,6 +215,18 @@ class TensorQueue:
             self._f.fetch_add32(seq, 1)
             native.futex_wake(self._f.addr + seq, 0x7FFFFFFF)
 
+    @staticmethod
+    def _spin(ready, seconds):
+        """Yields the processor until ``ready()`` or ``seconds`` passed: a message that arrives
+        within microseconds costs no futex sleep and wake-up (a local choice, section 9.5)."""
+        end = time.monotonic() + seconds
+        while True:
+            os.sched_yield()
+            if ready():
+                return True
+            if time.monotonic() >= end:
+                return False
+
     def _sleep(self, seq, sleeping, share, ready, timeout):
         f = self._f
         f.fetch_add32(sleeping, 1)
@@ -295,6 +309,8 @@ class TensorQueue:
                 if self._f.load32(PRODUCERS_SLEEPING) > 0 and self._room_at_tail():
                     self._signal(NOT_FULL_SEQ, PRODUCERS_SLEEPING)  # pass on a wake-up we did not use
                 return False
+            if self._spin(self._room_at_tail, min(left, SPIN_S)):
+                continue
             self._sleep(NOT_FULL_SEQ, PRODUCERS_SLEEPING, E_PSLEEP, self._room_at_tail, left)
 
     def put(self, tensor):
@@ -434,6 +450,8 @@ class TensorQueue:
                 if self._f.load32(CONSUMERS_SLEEPING) > 0 and self._message_at_head():
                     self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
                 return None
+            if self._spin(self._message_at_head, min(left, SPIN_S)):
+                continue
             self._sleep(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING, E_CSLEEP, self._message_at_head, left)
 
     def poll(self, timeout=0.0):
@@ -549,10 +567,15 @@ class TensorQueue:
         if self._closed:
             raise RefshareError("queue %s is closed" % self.name)
 
-    def close(self):
+    def close(self, timeout=CLOSE_TIMEOUT_S):
         """Leaves the queue. The creator's close ends the stream (consumers still drain it); a
-        consumer's close never does. The last producer-side close that finds the stream ended
-        and no consumer attached returns the references of messages left in it."""
+        consumer's close never does.
+
+        A handle that put messages waits, up to ``timeout`` seconds, while messages are still
+        queued and a consumer is attached: once this process closes its Refshare, messages not
+        yet received could no longer be (their files go with it). The last producer-side close
+        that finds the stream ended and no consumer attached returns the references of messages
+        left in it."""
         if self._closed:
             return
         self._closed = True
@@ -563,6 +586,8 @@ class TensorQueue:
                 self._signal_all()
                 f.unlink()
             producer_side = self._creator or self._role & ROLE_PRODUCER
+            if producer_side:
+                self._linger(timeout)
             if (producer_side and f.load32(CLOSED) != 0 and not self._consumer_attached()
                     and not self._other_producer_attached()):
                 self._drain()
@@ -570,6 +595,21 @@ class TensorQueue:
             self._fold(self._entry)
             f.cas64(self._e(self._entry), self._packed, 0)
             f.close()
+
+    def _holds_messages(self):
+        for c in range(self.capacity):
+            if _state(self._f.load64(self._cells + c * self._cell_len) & M64) != FREE:
+                return True
+        return False
+
+    def _linger(self, timeout):
+        """Waits while messages are queued and a consumer is attached (at most ``timeout`` s)."""
+        deadline = time.monotonic() + timeout
+        while self._holds_messages() and time.monotonic() < deadline:
+            if not self._consumer_attached():
+                return
+            self._sweep(fresh=False, adopt=False)
+            time.sleep(0.005)
 
     def _drain(self):
         def cancel(payload):

@@ -132,8 +132,9 @@ class Sharing:
         if d.backend != dc.BACKEND_HOST:
             raise RefshareError("a CUDA descriptor cannot be received by the Python package (host memory only); "
                                 "the token was not claimed")
-        self.dir.resolve(d.segment_name, "seg")
-        self.dir.resolve(d.counter_file_name, "cnt")
+        if self.dir.kind_of(d.segment_name) != "seg" or self.dir.kind_of(d.counter_file_name) != "cnt":
+            self.dir.resolve(d.segment_name, "seg")  # raises, naming the offending name
+            self.dir.resolve(d.counter_file_name, "cnt")
         if d.offset < HEADER_BYTES:
             raise InvalidDataError("block offset %d lies in the segment header (< %d)" % (d.offset, HEADER_BYTES))
         self.dir.hold_life_lock()

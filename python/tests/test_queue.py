@@ -250,3 +250,23 @@ def test_timeouts_hold(shmdir):
             assert 0.1 <= time.monotonic() - start < 0.4
         with q.take():
             pass
+
+
+def test_a_producer_closing_right_after_its_last_put_loses_nothing(shmdir, peers):
+    """The README's producer: put, leave the with blocks, exit. Its close waits while a consumer is
+    attached and messages are queued: their files go with the producer's Refshare."""
+    p = peers.start("produce", shmdir, 8, 8, 1_500_000)  # 8 messages, each in a segment of its own
+    name = line(p)[1]
+    assert line(p) == ["PUT", "8"]
+    with refshare.open(directory=shmdir) as rs, rs.open_queue(name) as q:
+        p.stdin.write("close\n")
+        p.stdin.flush()
+        time.sleep(1.0)  # a producer that did not wait would be gone with its files by now
+        got = []
+        for t in q:
+            with t:
+                a = t.numpy()
+                got.append(int(a[:8].view(np.int64)[0]))
+                assert np.array_equal(a[8:], pattern(got[-1], a.size - 8))
+    assert got == list(range(8))
+    assert p.wait(timeout=30) == 0
