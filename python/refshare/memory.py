@@ -81,7 +81,9 @@ class Allocator:
 
     def __init__(self, directory, limit_bytes=None):
         self._dir = directory
-        self._lock = threading.Lock()
+        # reentrant: a Tensor collected by the garbage collector while this thread allocates
+        # (inside the lock) frees its block from within that very allocation
+        self._lock = threading.RLock()
         self._free = {}          # size class -> [Block]
         self._large = {}         # segment memory size -> [Segment] idle
         self._segments = []      # every segment alive

@@ -46,6 +46,7 @@ class Sharing:
         self._closed = False
         self._wake = threading.Event()
         self._collector = None
+        self._status = None        # our status file, for `refshare inspect` (processes that share)
 
     # ---------------------------------------------------------------- allocation
 
@@ -80,7 +81,7 @@ class Sharing:
                     break
             else:
                 raise RefshareError("cannot hand out a token: fresh counter files keep failing")
-            h.sent.append((cnt, slot))
+            h.sent.append((cnt, slot, tag))
             self.shared += 1
         me = shm.current()
         return dc.Descriptor(dc.BACKEND_HOST, h.segment.name, h.segment.size, h.offset, h.length, cnt.name, slot,
@@ -201,7 +202,7 @@ class Sharing:
         """The last Tensor over ``h`` closed."""
         if self._closed:
             return  # everything was given back and unmapped when this Sharing closed
-        if all(cnt.is_released(slot) for cnt, slot in h.sent):
+        if all(_released(cnt, slot, tag) for cnt, slot, tag in h.sent):
             self._finish(h)
         else:
             with self._lock:
@@ -232,7 +233,7 @@ class Sharing:
             if releases == self._seen_releases and len(self._limbo) <= self._seen_limbo:
                 return 0
             self._seen_releases = releases
-            done = [h for h in self._limbo if all(_released(cnt, slot) for cnt, slot in h.sent)]
+            done = [h for h in self._limbo if all(_released(cnt, slot, tag) for cnt, slot, tag in h.sent)]
             if done:
                 ids = {id(h) for h in done}
                 self._limbo = [h for h in self._limbo if id(h) not in ids]
@@ -250,6 +251,7 @@ class Sharing:
 
     def _start_collector(self):
         if self._collector is None:
+            self._status = _StatusFile.create(self.dir)
             self._collector = threading.Thread(target=self._run_collector, name="refshare-collector", daemon=True)
             self._collector.start()
 
@@ -294,7 +296,7 @@ class Sharing:
         self.collect()
         with self._lock:
             for cnt in list(self._own[:-1]):
-                if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _ in h.sent):
+                if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _, _ in h.sent):
                     self._own.remove(cnt)
                     self._seen_releases = -1
                     cnt.file.unlink()
@@ -303,6 +305,8 @@ class Sharing:
                 if entry[1] == 0 and not os.path.exists(entry[0].file.path):
                     del self._segments[name]
                     entry[0].close()
+        if self._status is not None:
+            self._status.publish(self.stats()[:12])
         for holder in holders:
             try:
                 if not holder.closed:
@@ -340,7 +344,38 @@ class Sharing:
                 entry[0].close()
             self._segments.clear()
         self.allocator.close()
+        if self._status is not None:
+            self._status.file.unlink()
+            self._status.file.close()
 
 
-def _released(cnt, slot):
-    return cnt.state(slot) == RELEASED
+class _StatusFile:
+    """A process's published statistics (docs/protocol.md section 11; Java: StatusFile)."""
+    MAGIC = 0x3153544154535352  # "RSSTATS1"
+    UPDATED = 32
+    FIELDS = 40
+    LENGTH = FIELDS + 8 * 12
+
+    def __init__(self, f):
+        self.file = f
+
+    @classmethod
+    def create(cls, directory):
+        f = directory.create("proc", cls.LENGTH)
+        me = shm.current()
+        f.write(8, (1).to_bytes(4, "little") + cls.FIELDS.to_bytes(4, "little"))
+        f.store64(16, me.pid)
+        f.store64(24, me.start)
+        f.store64(0, cls.MAGIC)
+        return cls(f)
+
+    def publish(self, values):
+        for i, v in enumerate(values):
+            self.file.store64(self.FIELDS + 8 * i, v)
+        self.file.store64(self.UPDATED, int(time.time() * 1000))
+
+
+def _released(cnt, slot, tag):
+    """True once the token we handed out is back: the whole word, range tag included, so a word
+    some other writer scribbled RELEASED into never frees a block a reader may still use."""
+    return cnt.word(slot) == RELEASED | tag << 32

@@ -22,7 +22,7 @@ class HeldBlock:
         self.length = length
         self.local = local        # an allocator Block, or None when received
         self.token = token        # (CounterFile, slot, tag) of a received block
-        self.sent = []            # (CounterFile, slot) handed out for this block
+        self.sent = []            # (CounterFile, slot, range tag) handed out for this block
         self.finisher = finisher  # what giving it back means when neither local nor a token (a holder read)
         self.refs = 0
         self._lock = threading.Lock()

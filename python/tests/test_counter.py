@@ -125,3 +125,20 @@ def test_a_sigkilled_holders_tokens_are_reclaimed_exactly(shmdir, peers):
         cnt = rs._sharing._own[-1]
         assert all(cnt.file.load64(128 + 16 * i) == 0 for i in range(cnt.peer_capacity)), "dead entry recycled"
     refshare.gc(directory=shmdir)
+
+
+def test_a_scribbled_released_state_with_the_wrong_tag_frees_nothing(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        t = rs.from_numpy([1, 2, 3])
+        d = rs._sharing.share_descriptor(t)
+        t.close()
+        cnt = rs._sharing._own[-1]
+        off = cnt._slots + 8 * d.slot
+        cnt.file.store64(off, c.RELEASED)  # a hostile writer: RELEASED, but no range tag
+        cnt._released()
+        rs.collect()
+        assert rs.stats().limbo_blocks == 1, "the block is not reused on a forged word"
+        cnt.file.store64(off, c.IN_FLIGHT | d.range_tag() << 32)
+        assert rs.cancel(dc.encode(d))
+        rs.collect()
+        assert rs.stats().limbo_blocks == 0

@@ -270,3 +270,48 @@ def test_a_producer_closing_right_after_its_last_put_loses_nothing(shmdir, peers
                 assert np.array_equal(a[8:], pattern(got[-1], a.size - 8))
     assert got == list(range(8))
     assert p.wait(timeout=30) == 0
+
+
+def test_janitor_keeps_a_dead_producers_files_while_its_messages_wait(shmdir, peers):
+    p = peers.start("produce", shmdir, 8, 5, 5000)
+    name = line(p)[1]
+    assert line(p) == ["PUT", "5"]
+    with refshare.open(directory=shmdir) as rs, rs.open_queue(name) as q:
+        kill(p)
+        before = set(os.listdir(shmdir))
+        removed = refshare.gc(directory=shmdir)
+        assert [n.split("-")[1] for n in removed] == ["proc"], "only its status file: nothing keeps that"
+        assert set(os.listdir(shmdir)) == before - set(removed), "queued messages keep its segments, counters"
+        for i in range(5):  # every byte still valid after the producer's death
+            with q.take() as t:
+                a = t.numpy()
+                assert int(a[:8].view(np.int64)[0]) == i and np.array_equal(a[8:], pattern(i, a.size - 8))
+        with pytest.raises(ProducersGoneError):
+            q.take()
+    removed = refshare.gc(directory=shmdir)
+    kinds = sorted(n.split("-")[1] for n in removed)
+    assert kinds == ["cnt", "life", "q", "seg"], removed
+
+
+def _spawned_consumer(directory, name, out):
+    import refshare as rs_module
+    with rs_module.open(directory=directory) as rs, rs.open_queue(name) as q:
+        out.put([int(t.numpy().sum()) for t in q])
+
+
+def test_a_consumer_started_by_multiprocessing_with_spawn(shmdir):
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        child = ctx.Process(target=_spawned_consumer, args=(shmdir, q.name, out))
+        child.start()
+        for i in range(10):
+            with rs.from_numpy(np.full(10, i)) as t:
+                q.put(t)
+        q.close()
+        assert out.get(timeout=30) == [10 * i for i in range(10)]
+        child.join(30)
+        assert child.exitcode == 0
+        assert settle(rs) == 0
