@@ -23,6 +23,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;
 
@@ -34,14 +35,24 @@ import java.util.concurrent.atomic.AtomicLongArray;
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = {"Start a producer (this process) and consumer processes that share tensors through a",
                 "refshare queue, zero-copy. Shows live progress and ends with a summary that checks every byte",
-                "was verified and nothing leaked. Run 'refshare inspect' in another terminal to watch the files."})
+                "was verified and nothing leaked. Run 'refshare inspect' in another terminal to watch the files.",
+                "Consumers are JVMs, Python processes (--python-consumers: numpy, and torch when /usr/bin/python3",
+                "can import it), or both."})
 final class DemoCommand implements Callable<Integer> {
+    private static final String JAVA = "java";
+    private static final String PYTHON = "python-";
+
     @Mixin
     ShmOptions shm;
 
-    @Option(names = {"-c", "--consumers"}, paramLabel = "N", defaultValue = "2",
-            description = "consumer processes (default: ${DEFAULT-VALUE})")
-    int consumers;
+    @Option(names = {"-c", "--consumers"}, paramLabel = "N",
+            description = "Java consumer processes (default: 2, or 0 with --python-consumers)")
+    Integer javaConsumers;
+
+    @Option(names = {"-p", "--python-consumers"}, paramLabel = "N", defaultValue = "0",
+            description = "Python consumer processes (python/peers/demo_consumer.py on /usr/bin/python3; they "
+                    + "alternate numpy and torch views when torch imports) (default: ${DEFAULT-VALUE})")
+    int pythonConsumers;
 
     @Option(names = {"-s", "--size"}, paramLabel = "SIZE", defaultValue = "256KiB", converter = SizeConverter.class,
             description = "bytes per tensor, e.g. 4KiB, 1MiB (default: ${DEFAULT-VALUE})")
@@ -62,13 +73,17 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (consumers < 1 || consumers > 64) {
-            throw new IllegalArgumentException("--consumers must be between 1 and 64, was " + consumers);
+        int java = javaConsumers != null ? javaConsumers : pythonConsumers > 0 ? 0 : 2;
+        int consumers = java + pythonConsumers;
+        if (java < 0 || pythonConsumers < 0 || consumers < 1 || consumers > 64) {
+            throw new IllegalArgumentException("--consumers and --python-consumers must add up to between 1 and 64, were "
+                    + java + " and " + pythonConsumers);
         }
         if (size < 8 || seconds <= 0 || capacity < 1) {
             throw new IllegalArgumentException("--size must be at least 8 bytes, --duration and --queue-capacity positive");
         }
         Device device = Device.parse(deviceName);
+        List<String> kinds = consumerKinds(java, pythonConsumers, device);
         var config = device.isHost() ? shm.config() : shm.config().withCudaDevice(device.index());
         if (!device.isHost()) {
             // fail before anything starts: no driver or no device is a plain one-line error
@@ -78,9 +93,10 @@ final class DemoCommand implements Callable<Integer> {
         }
         ShmDirectory shmDir = config.shmDirectory();
         Set<String> before = LeftBehind.refshareFiles(shmDir);
-        System.out.printf(Locale.ROOT, "refshare demo: 1 producer (pid %d) -> %d consumer processes, %s tensors, %.0f s, "
-                + "files in %s%n", ProcessHandle.current().pid(), consumers, Inventory.bytes(size), seconds,
-                config.directory());
+        System.out.printf(Locale.ROOT, "refshare demo: 1 producer (pid %d) -> %d consumer processes%s, %s tensors, "
+                + "%.0f s, files in %s%n", ProcessHandle.current().pid(), consumers,
+                pythonConsumers == 0 ? "" : " (" + java + " Java, " + pythonConsumers + " Python)",
+                Inventory.bytes(size), seconds, config.directory());
 
         List<Process> children = new ArrayList<>();
         AtomicLongArray progress = new AtomicLongArray(consumers * 3); // received, bytes, bad per consumer
@@ -94,14 +110,26 @@ final class DemoCommand implements Callable<Integer> {
         try {
             try (ShareQueue queue = ShareQueue.create(rs, capacity)) {
                 List<Thread> readers = new ArrayList<>();
+                CountDownLatch ready = new CountDownLatch(consumers);
                 for (int i = 0; i < consumers; i++) {
-                    Process p = ChildJvms.start(DemoConsumer.class, "128m", config.directory().toString(),
-                            config.prefix(), queue.name(), device.toString());
+                    String kind = kinds.get(i);
+                    Process p = kind.equals(JAVA)
+                            ? ChildJvms.start(DemoConsumer.class, "128m", config.directory().toString(),
+                                    config.prefix(), queue.name(), device.toString())
+                            : PythonPeers.start("demo_consumer.py", config.directory().toString(), config.prefix(),
+                                    queue.name(), kind.substring(PYTHON.length()));
                     children.add(p);
-                    readers.add(readReports(i, p, progress, done));
+                    readers.add(readReports(i, p, progress, done, ready));
                 }
-                System.out.println("queue " + queue.name() + "; consumers " + children.stream()
-                        .map(p -> Long.toString(p.pid())).reduce((a, b) -> a + ", " + b).orElse(""));
+                List<String> names = new ArrayList<>();
+                for (int i = 0; i < consumers; i++) {
+                    names.add(children.get(i).pid() + " (" + kinds.get(i) + ")");
+                }
+                System.out.println("queue " + queue.name() + "; consumers " + String.join(", ", names));
+                // streaming starts once every consumer is attached: a Python interpreter takes a while to import torch
+                while (!ready.await(100, TimeUnit.MILLISECONDS)) {
+                    ChildJvms.requireAlive(children, "consumer");
+                }
                 started = System.nanoTime();
                 long end = started + (long) (seconds * 1e9);
                 long nextReport = started + 500_000_000L;
@@ -163,6 +191,13 @@ final class DemoCommand implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "  received %,d tensors (%s) by %d consumers; every byte verified: %s%n",
                     received, Inventory.bytes(bytes), consumers,
                     bad == 0 && received == sent ? "all correct" : bad + " corrupt, " + (sent - received) + " missing");
+            if (pythonConsumers > 0) {
+                List<String> each = new ArrayList<>();
+                for (int i = 0; i < consumers; i++) {
+                    each.add(String.format(Locale.ROOT, "%s %,d", kinds.get(i), done[3 * i]));
+                }
+                System.out.println("  by consumer: " + String.join(", ", each));
+            }
             System.out.printf(Locale.ROOT, "  producer memory: %d segments reused for %,d tensors, limbo %s, "
                     + "blocks in use %d%n", allocator.segmentCreations(), sent,
                     limboEmpty ? "empty" : stats.limboBlocks() + " blocks", allocator.blocksInUse());
@@ -199,12 +234,43 @@ final class DemoCommand implements Callable<Integer> {
         System.out.flush();
     }
 
-    private static Thread readReports(int index, Process p, AtomicLongArray progress, long[] done) {
+    /**
+     * What each consumer runs: {@value #JAVA}, or {@value #PYTHON} and the array library it
+     * verifies through (numpy; every other one torch when {@code /usr/bin/python3} imports it).
+     */
+    private static List<String> consumerKinds(int java, int python, Device device) throws InterruptedException {
+        List<String> kinds = new ArrayList<>();
+        for (int i = 0; i < java; i++) {
+            kinds.add(JAVA);
+        }
+        if (python == 0) {
+            return kinds;
+        }
+        if (!device.isHost()) {
+            throw new IllegalArgumentException("--python-consumers share host memory only, not --device " + device);
+        }
+        String missing = PythonPeers.unavailable("numpy");
+        if (missing != null) {
+            throw new IllegalArgumentException("--python-consumers: " + missing
+                    + " (the README's section From Python has the set-up line)");
+        }
+        boolean torch = PythonPeers.hasTorch();
+        for (int i = 0; i < python; i++) {
+            kinds.add(PYTHON + (torch && i % 2 == 1 ? "torch" : "numpy"));
+        }
+        return kinds;
+    }
+
+    private static Thread readReports(int index, Process p, AtomicLongArray progress, long[] done,
+                                      CountDownLatch ready) {
         return Thread.ofPlatform().daemon().start(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {
                 String line;
                 while ((line = r.readLine()) != null) {
                     String[] w = line.split(" ");
+                    if (w[0].equals("READY")) {
+                        ready.countDown();
+                    }
                     if ((w[0].equals("PROGRESS") || w[0].equals("DONE")) && w.length == 4) {
                         for (int k = 0; k < 3; k++) {
                             progress.set(3 * index + k, Long.parseLong(w[k + 1]));

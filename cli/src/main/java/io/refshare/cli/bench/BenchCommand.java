@@ -19,7 +19,9 @@ import java.util.concurrent.Callable;
                 "Between this process (producer) and one consumer process, for each size:",
                 "one-way latency of a ping-pong (p50/p90/p99) and streaming throughput of",
                 "refshare, of the same bytes copied through a Unix domain socket, and of",
-                "torch.multiprocessing when /usr/bin/python3 can import torch; and refshare's",
+                "torch.multiprocessing when /usr/bin/python3 can import torch; refshare from Java",
+                "to a Python process (numpy) and back, when /usr/bin/python3 imports the refshare",
+                "package (python/); and refshare's",
                 "reclamation latency (a consumer's close to the producer's block being reusable).",
                 "The table goes to standard output, progress to standard error."})
 public final class BenchCommand implements Callable<Integer> {
@@ -55,6 +57,9 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--no-torch", description = "do not look for torch")
     boolean noTorch;
 
+    @Option(names = "--no-python", description = "no Java->Python and Python->Java rows (python/peers/bench_peer.py)")
+    boolean noPython;
+
     @Option(names = "--dir", paramLabel = "DIR", defaultValue = "/dev/shm",
             description = "shared-memory directory (default: ${DEFAULT-VALUE})")
     Path directory;
@@ -68,7 +73,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         Settings settings = new Settings(sizes != null ? sizes : quick ? QUICK_SIZES : FULL_SIZES, quick, iterations,
-                warmup != null ? warmup : quick ? 5_000 : 20_000, directory, prefix, !noTorch);
+                warmup != null ? warmup : quick ? 5_000 : 20_000, directory, prefix, !noTorch, !noPython);
         if (out != null) {
             Files.createDirectories(out); // fail before a run of minutes, not after
         }

@@ -24,6 +24,7 @@ import java.util.Set;
  */
 final class Benchmark {
     private static final int CLOCK_PROBES = 50;
+    private static final long WARMUP_MAX_BYTES = 64 << 10;
 
     private final Settings settings;
     private final PrintStream log;
@@ -51,6 +52,7 @@ final class Benchmark {
         long consumerPid;
         int consumerExit;
         boolean limboEmpty;
+        PythonBench.Outcome python;
         Refshare rs = Refshare.open(settings.config());
         try {
             try (PeerProcess peer = PeerProcess.start(settings.directory(), settings.prefix())) {
@@ -59,13 +61,19 @@ final class Benchmark {
                 try (SocketBench socket = SocketBench.connect(peer)) {
                     clock = ClockCheck.probe(peer, CLOCK_PROBES);
                     RefshareBench refshare = new RefshareBench(rs, peer);
-                    warmUp(refshare, socket, Collections.min(settings.sizes()));
+                    // compiling the hot paths does not need large payloads: a run of 256 MiB only would
+                    // otherwise fill 256 MiB tens of thousands of times before measuring anything
+                    warmUp(refshare, socket, Math.min(Collections.min(settings.sizes()), WARMUP_MAX_BYTES));
                     for (SizePlan plan : plans) {
                         measure(refshare, socket, plan);
                         rs.trim(); // give this size's pooled memory back before the next one
                     }
                 }
-                consumerExit = peer.finish();
+                // the Python rows need the consumer JVM too: it consumes what the Python process produces
+                python = settings.python() ? PythonBench.run(rs, peer, settings, plans, log)
+                        : new PythonBench.Outcome(List.of(), "--no-python given", 0, 0);
+                measurements.addAll(python.measurements());
+                consumerExit = peer.finish(log);
             }
             limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
         } finally {
@@ -79,11 +87,15 @@ final class Benchmark {
         } else {
             torch = "--no-torch given";
         }
-        List<String> left = leftBehind(before, Set.of(ProcessHandle.current().pid(), consumerPid));
+        Set<Long> pids = new HashSet<>(Set.of(ProcessHandle.current().pid(), consumerPid));
+        if (python.pid() != 0) {
+            pids.add(python.pid());
+        }
+        List<String> left = leftBehind(before, pids);
         return new BenchResults(date, machine, loadBefore, MachineInfo.loadAverage(), settings,
                 ProcessHandle.current().pid(), consumerPid, clock, plans, List.copyOf(measurements),
-                List.copyOf(reclamations), torch,
-                new BenchResults.Cleanup(consumerExit, limboEmpty, left), System.nanoTime() - started);
+                List.copyOf(reclamations), torch, python.skipped(),
+                new BenchResults.Cleanup(consumerExit, python.exit(), limboEmpty, left), System.nanoTime() - started);
     }
 
     /** Runs every kind of exchange once, unmeasured, so that both JVMs compile their hot paths first. */

@@ -1,11 +1,13 @@
 package io.refshare.cli.bench;
 
 import io.refshare.cli.ChildJvms;
+import io.refshare.cli.PythonPeers;
 
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
+import java.io.PrintStream;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -15,7 +17,8 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The producer's handle on the consumer process ({@link BenchPeer}): one child JVM for
+ * The producer's handle on the consumer process ({@link BenchPeer}; or the Python peer,
+ * python/peers/bench_peer.py, which speaks the same commands): one child process for
  * the whole run, so every system is measured between the same two processes. Commands go
  * to its stdin one line each; replies come back on its stdout, read by a thread so that a
  * wait can notice the child dying instead of hanging. {@link #close()} always leaves no
@@ -28,8 +31,11 @@ final class PeerProcess implements AutoCloseable {
     private final Writer commands;
     private final BlockingQueue<String> replies = new LinkedBlockingQueue<>();
 
-    private PeerProcess(Process process) {
+    private final String role;
+
+    private PeerProcess(Process process, String role) {
         this.process = process;
+        this.role = role;
         this.commands = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
         Thread.ofPlatform().daemon().name("bench-peer-replies").start(this::readReplies);
     }
@@ -37,7 +43,16 @@ final class PeerProcess implements AutoCloseable {
     /** Starts the consumer with this JVM's java and class path, and waits until it is ready. */
     static PeerProcess start(Path directory, String prefix) throws IOException, InterruptedException {
         Process p = ChildJvms.start(BenchPeer.class, "256m", directory.toString(), prefix);
-        PeerProcess peer = new PeerProcess(p);
+        return ready(new PeerProcess(p, "the consumer process"));
+    }
+
+    /** Starts the Python peer (python/peers/bench_peer.py on /usr/bin/python3) and waits until it is ready. */
+    static PeerProcess startPython(Path directory, String prefix) throws IOException, InterruptedException {
+        Process p = PythonPeers.start("bench_peer.py", directory.toString(), prefix);
+        return ready(new PeerProcess(p, "the Python process"));
+    }
+
+    private static PeerProcess ready(PeerProcess peer) throws IOException, InterruptedException {
         try {
             peer.await(BenchPeer.READY);
             return peer;
@@ -65,13 +80,13 @@ final class PeerProcess implements AutoCloseable {
             if (line == null) {
                 requireAlive();
                 if (System.nanoTime() - deadline > 0) {
-                    throw new IOException("the consumer process " + pid() + " sent no " + keyword + " within "
+                    throw new IOException(role + " " + pid() + " sent no " + keyword + " within "
                             + REPLY_TIMEOUT.toSeconds() + " s");
                 }
                 continue;
             }
             if (line.startsWith(BenchPeer.ERROR + " ")) {
-                throw new IOException("the consumer process failed: " + line.substring(BenchPeer.ERROR.length() + 1));
+                throw new IOException(role + " failed: " + line.substring(BenchPeer.ERROR.length() + 1));
             }
             if (line.equals(keyword)) {
                 return "";
@@ -79,24 +94,34 @@ final class PeerProcess implements AutoCloseable {
             if (line.startsWith(keyword + " ")) {
                 return line.substring(keyword.length() + 1);
             }
-            throw new IOException("the consumer process answered '" + abbreviate(line) + "', expected " + keyword);
+            throw new IOException(role + " answered '" + abbreviate(line) + "', expected " + keyword);
         }
     }
 
     /** Throws when the consumer is gone, so a producer blocked on a full queue or a missing reply stops. */
     void requireAlive() throws IOException {
         if (!process.isAlive()) {
-            throw new IOException("the consumer process " + pid() + " exited with code " + process.exitValue());
+            throw new IOException(role + " " + pid() + " exited with code " + process.exitValue());
         }
     }
 
-    /** Asks the consumer to finish and waits for it; its exit code. */
-    int finish() throws IOException, InterruptedException {
-        send(BenchPeer.EXIT);
-        if (!process.waitFor(30, TimeUnit.SECONDS)) {
-            throw new IOException("the consumer process " + pid() + " did not exit within 30 s");
+    /**
+     * Asks the process to finish and waits for it; its exit code. One that is gone already
+     * answers with its code; one stuck (say, on a queue whose other side died) is killed after
+     * 30 s, and the kill's code is what the run reports: the table still comes out.
+     */
+    int finish(PrintStream log) throws InterruptedException {
+        try {
+            send(BenchPeer.EXIT);
+        } catch (IOException gone) {
+            // its stdin is closed: it has exited or is exiting
         }
-        return process.exitValue();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            log.println(role + " " + pid() + " did not exit within 30 s of being asked to; killed");
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+        return process.isAlive() ? -1 : process.exitValue();
     }
 
     /**

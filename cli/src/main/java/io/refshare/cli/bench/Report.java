@@ -69,6 +69,13 @@ final class Report {
         line(s, "  after put (the fill is outside the latency, inside the throughput).");
         line(s, "unix socket copy: the payload written to a Unix domain socket, read in full by the consumer before it");
         line(s, "  reads; ping-pong answered with one byte (refshare's answer is an 8-byte tensor on a second queue).");
+        if (r.python() != null) {
+            line(s, "java->python, python->java: not measured (%s)", r.python());
+        } else {
+            line(s, "refshare java->python numpy: this JVM produces as above, a Python process (python/peers/bench_peer.py,");
+            line(s, "  /usr/bin/python3) consumes: it reads the same bytes through a zero-copy numpy array.");
+            line(s, "refshare python->java: the Python process produces (fills through numpy), the consumer JVM reads.");
+        }
         if (r.torch() != null) {
             line(s, "torch.multiprocessing: skipped (%s)", r.torch());
         } else {
@@ -77,14 +84,15 @@ final class Report {
         }
         reclamationTable(s, r);
         s.append('\n');
-        line(s, "targets (issues 3 and 7), checked against this run:");
+        line(s, "targets (issues 3, 7 and 11), checked against this run:");
         for (Targets t : Targets.of(r)) {
             line(s, "  %-6s  %-78s %s", t.verdict(), t.name(), t.measured());
         }
         s.append('\n');
         BenchResults.Cleanup cl = r.cleanup();
-        line(s, "cleanup: consumer process exited with code %d; limbo %s; files left in %s: %s; socket file removed",
-                cl.consumerExit(), cl.limboEmpty() ? "empty" : "NOT EMPTY", r.settings().directory(),
+        line(s, "cleanup: consumer process exited with code %d%s; limbo %s; files left in %s: %s; socket file removed",
+                cl.consumerExit(), r.python() == null ? ", Python process with code " + cl.pythonExit() : "",
+                cl.limboEmpty() ? "empty" : "NOT EMPTY", r.settings().directory(),
                 cl.filesLeft().isEmpty() ? "none" : String.join(", ", cl.filesLeft()));
         line(s, "run took %.0f s", r.elapsedNanos() / 1e9);
         return s.toString();
@@ -169,6 +177,10 @@ final class Report {
             s.append('\n');
             line(s, "torch.multiprocessing was not measured in this run: %s.", r.torch());
         }
+        if (r.python() != null) {
+            s.append('\n');
+            line(s, "Java<->Python was not measured in this run: %s.", r.python());
+        }
         return s.toString();
     }
 
@@ -242,8 +254,10 @@ final class Report {
         }
         j.endArray();
         j.newline().field("torch_skipped", r.torch());
+        j.newline().field("python_skipped", r.python());
         BenchResults.Cleanup cl = r.cleanup();
         j.newline().name("cleanup").beginObject().field("consumer_exit", cl.consumerExit())
+                .field("python_exit", cl.pythonExit())
                 .field("limbo_empty", cl.limboEmpty()).name("files_left").beginArray();
         cl.filesLeft().forEach(j::value);
         j.endArray().endObject();

@@ -14,9 +14,11 @@ import java.util.List;
  * @param warmup     ping-pong rounds of each kind run once before anything is measured, so both
  *                   JVMs have compiled their hot paths (streams warm up with five times as many)
  * @param torch      also measure torch.multiprocessing when {@code /usr/bin/python3} has torch
+ * @param python     also measure Java -> Python and Python -> Java when {@code /usr/bin/python3} imports
+ *                   the refshare package
  */
 record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, Path directory, String prefix,
-                boolean torch) {
+                boolean torch, boolean python) {
 
     Settings {
         sizes = sizes.stream().distinct().toList();

@@ -18,6 +18,8 @@ record Targets(String name, String measured, Boolean met) {
     static final double MEDIAN_TARGET_MICROS = 5;
     static final double SMALL_RATE_TARGET = 500_000;
     static final long SMALL_SIZE = 1024;
+    static final double PYTHON_VS_TORCH_TARGET = 10;
+    static final double PYTHON_SMALL_RATE_TARGET = 50_000;
 
     String verdict() {
         return met == null ? "not measured" : met ? "met" : "MISSED";
@@ -64,6 +66,52 @@ record Targets(String name, String measured, Boolean met) {
                     Report.micros(worst.micros(0.99)), ByteSize.label(worst.size()), Report.micros(worst.micros(0.5))),
                     rs.stream().allMatch(Reclamation::meetsTarget)));
         }
+        pythonTargets(r, out);
         return out;
+    }
+
+    /**
+     * Issue 11's: Java -> Python (numpy) p50 at least 10x lower than torch.multiprocessing's best
+     * strategy at every size, mode against the same mode; at least 50,000 tensors/s at 1 KiB.
+     */
+    private static void pythonTargets(BenchResults r, List<Targets> out) {
+        for (Mode mode : Mode.values()) {
+            String system = PythonBench.JAVA_TO_PYTHON + mode.label();
+            String label = system.substring(Measurement.REFSHARE.length());
+            String name = "p50 >= 10x below torch.mp's best strategy, same mode, every size (" + label + ")";
+            List<Measurement> ours = r.measurements().stream().filter(m -> m.system().equals(system)).toList();
+            if (ours.isEmpty()) {
+                out.add(new Targets(name, "-", null));
+                continue;
+            }
+            List<String> ratios = new ArrayList<>();
+            boolean met = true;
+            boolean measured = true;
+            for (Measurement m : ours) {
+                Optional<Measurement> torch = r.measurements().stream()
+                        .filter(x -> x.size() == m.size() && x.system().startsWith("torch.mp ")
+                                && x.system().endsWith(" " + mode.label()))
+                        .min(Comparator.comparingDouble(x -> Report.latency(r, x, 0.5)));
+                if (torch.isEmpty()) {
+                    measured = false;
+                    ratios.add(ByteSize.label(m.size()) + " no torch row");
+                    continue;
+                }
+                double ratio = Report.latency(r, torch.get(), 0.5) / Report.latency(r, m, 0.5);
+                met &= ratio >= PYTHON_VS_TORCH_TARGET;
+                ratios.add(String.format(Locale.ROOT, "%s %.1fx", ByteSize.label(m.size()), ratio));
+            }
+            out.add(new Targets(name, String.join(", ", ratios), measured ? met : null));
+        }
+        for (Mode mode : Mode.values()) {
+            String system = PythonBench.JAVA_TO_PYTHON + mode.label();
+            String name = ">= 50,000 tensors/s at 1 KiB (" + system.substring(Measurement.REFSHARE.length()) + ")";
+            Optional<Measurement> m = r.measurements().stream()
+                    .filter(x -> x.system().equals(system) && x.size() == SMALL_SIZE).findFirst();
+            out.add(m.map(x -> new Targets(name, String.format(Locale.ROOT, "%,.0f tensors/s",
+                            x.throughput().tensorsPerSecond()),
+                            x.throughput().tensorsPerSecond() >= PYTHON_SMALL_RATE_TARGET))
+                    .orElseGet(() -> new Targets(name, "1 KiB not in this run", null)));
+        }
     }
 }

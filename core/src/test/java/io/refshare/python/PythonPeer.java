@@ -1,0 +1,175 @@
+package io.refshare.python;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real Python process running one of the peer scripts in {@code python/peers} with Debian's
+ * {@code /usr/bin/python3} and {@code PYTHONPATH=python}, spoken to in lines like
+ * {@link io.refshare.testing.ChildJvm}. Its replies are read by a thread, so a wait for a line
+ * that never comes fails after a timeout instead of hanging the build. {@link #close()} always
+ * leaves no process behind.
+ */
+final class PythonPeer implements AutoCloseable {
+    static final Path PYTHON = Path.of("/usr/bin/python3");
+    private static final long REPLY_TIMEOUT_SECONDS = 60;
+    private static final String EXITED = "\u0000exited";
+
+    private final Process process;
+    private final PrintWriter in;
+    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    private final String name;
+
+    private PythonPeer(String name, Process process) {
+        this.name = name;
+        this.process = process;
+        this.in = new PrintWriter(process.outputWriter(StandardCharsets.US_ASCII), false);
+        Thread.ofPlatform().daemon().name(name + "-stdout").start(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
+                    StandardCharsets.US_ASCII))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    lines.add(line);
+                }
+            } catch (IOException ignored) {
+                // the process is gone; its exit code tells
+            }
+            lines.add(EXITED);
+        });
+    }
+
+    /** The checkout's {@code python} folder: the package and its peers (tests run in a module folder below it). */
+    static Path packageRoot() {
+        Path dir = Path.of(System.getProperty("user.dir")).toAbsolutePath();
+        for (Path d = dir; d != null; d = d.getParent()) {
+            if (Files.isRegularFile(d.resolve("python/peers/xpeer.py"))) {
+                return d.resolve("python");
+            }
+        }
+        throw new IllegalStateException("no python/peers/xpeer.py above " + dir);
+    }
+
+    /** Starts {@code python/peers/<script>} with {@code args}; its stderr goes to the test output. */
+    static PythonPeer start(String script, String... args) {
+        Path root = packageRoot();
+        List<String> cmd = new ArrayList<>(List.of(PYTHON.toString(), root.resolve("peers").resolve(script).toString()));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().put("PYTHONPATH", root.toString());
+        pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+        try {
+            Process p = pb.start();
+            return new PythonPeer(script + " " + (args.length > 0 ? args[0] : "") + "#" + p.pid(), p);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Runs {@code code} ({@code python3 -c}); {@code args} are its {@code sys.argv[1:]}. */
+    static PythonPeer code(String code, String... args) {
+        List<String> cmd = new ArrayList<>(List.of(PYTHON.toString(), "-c", code));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().put("PYTHONPATH", packageRoot().toString());
+        pb.environment().put("PYTHONDONTWRITEBYTECODE", "1");
+        try {
+            Process p = pb.start();
+            return new PythonPeer("python -c#" + p.pid(), p);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static PythonPeer xpeer(String... args) {
+        return start("xpeer.py", args);
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    void send(String line) {
+        in.println(line);
+        in.flush();
+    }
+
+    /** The next line the process prints; fails if it exits first or says nothing for a minute. */
+    String read() {
+        try {
+            String line = lines.poll(REPLY_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            if (line == null) {
+                throw new AssertionError(name + " said nothing for " + REPLY_TIMEOUT_SECONDS + " s");
+            }
+            if (line.equals(EXITED)) {
+                lines.add(EXITED);
+                throw new AssertionError(name + " exited (code " + waitFor() + ") before answering");
+            }
+            return line;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /** Reads the next line and checks it starts with {@code prefix}; returns the rest. */
+    String expect(String prefix) {
+        String line = read();
+        if (!line.startsWith(prefix)) {
+            throw new AssertionError(name + " answered '" + line + "', expected '" + prefix + "...'");
+        }
+        return line.substring(prefix.length()).trim();
+    }
+
+    /** Ends its stdin (the peers' signal to finish) and waits for its exit code. */
+    int finish() {
+        in.close();
+        return waitFor();
+    }
+
+    int waitFor() {
+        try {
+            if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                kill();
+                throw new AssertionError(name + " did not exit within 60 s");
+            }
+            return process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /** SIGKILL: no cleanup of any kind in the process. */
+    void kill() {
+        process.destroyForcibly();
+        try {
+            process.waitFor(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Override
+    public void close() {
+        in.close();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                kill();
+            }
+        } catch (InterruptedException e) {
+            kill();
+            Thread.currentThread().interrupt();
+        }
+    }
+}
