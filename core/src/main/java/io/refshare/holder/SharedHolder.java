@@ -226,7 +226,9 @@ public final class SharedHolder implements AutoCloseable {
     }
 
     private int claimRow() {
-        sharing.directory().holdLifeLock(); // before our identity is in the file, so others can tell when we die
+        // before our identity is in the file, and until we exit: the row outlives this handle
+        // and is reclaimed only once the kernel drops our lock
+        sharing.directory().holdLifeLockUntilExit();
         int r = file.registerReader(self);
         if (r < 0) {
             reclaimDeadReaders(); // rows of dead processes become free

@@ -50,6 +50,8 @@ public final class LifeFile {
 
     /** Life files this process holds, by path, with the descriptor that holds the lock. */
     private static final ConcurrentHashMap<Path, Integer> HELD = new ConcurrentHashMap<>();
+    /** Life files this process keeps until it exits, whatever {@link #release} is asked. */
+    private static final java.util.Set<Path> PINNED = ConcurrentHashMap.newKeySet();
     private static final int MAX_ATTEMPTS = 100;
 
     private LifeFile() {
@@ -81,6 +83,22 @@ public final class LifeFile {
         if (!HELD.containsKey(path)) {
             HELD.computeIfAbsent(path, p -> take(dir, p));
         }
+    }
+
+    /**
+     * Takes this process's life lock in {@code dir} for the rest of its life: for records
+     * of this process that outlive every handle (a holder's reader row), which only the
+     * kernel's dropping of the lock at exit lets others reclaim. {@link #release} then
+     * keeps the lock.
+     */
+    static void holdUntilExit(ShmDirectory dir) {
+        hold(dir);
+        PINNED.add(dir.path().resolve(name(dir, ProcessIdentity.current())));
+    }
+
+    /** True when the lock in {@code dir} must be kept until this process exits. */
+    static boolean isHeldUntilExit(ShmDirectory dir) {
+        return PINNED.contains(dir.path().resolve(name(dir, ProcessIdentity.current())));
     }
 
     /** True while this process holds its life lock in {@code dir}. */

@@ -112,6 +112,15 @@ public final class ShmDirectory {
         LifeFile.hold(this);
     }
 
+    /**
+     * Like {@link #holdLifeLock()}, and {@link #leave()} keeps the lock from now on: for a
+     * record of this process that stays in a file until it exits (a holder's reader row),
+     * so that it is reclaimed on the kernel's evidence once this process is gone.
+     */
+    public void holdLifeLockUntilExit() {
+        LifeFile.holdUntilExit(this);
+    }
+
     /** Whether the process {@code id} names is alive, dead or unknown, as this directory's life files tell. */
     public Verdict verdict(ProcessIdentity id) {
         return LifeFile.verdict(this, id);
@@ -149,11 +158,15 @@ public final class ShmDirectory {
      * last handle of the directory is closed, not while another thread still creates files.
      *
      * @return true when this process holds no life lock here any more; false when a file
-     *         still names it (or the directory could not be listed), and the lock is kept
+     *         still names it, the lock is held until exit ({@link #holdLifeLockUntilExit()})
+     *         or the directory could not be listed, and the lock is kept
      */
     public boolean leave() {
         if (!LifeFile.isHeld(this)) {
             return true;
+        }
+        if (LifeFile.isHeldUntilExit(this)) {
+            return false;
         }
         ProcessIdentity me = ProcessIdentity.current();
         try (Stream<Path> files = Files.list(directory)) {
