@@ -1,7 +1,9 @@
 package io.refshare.cli;
 
 import io.refshare.shm.FileHeader;
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmKind;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -14,7 +16,10 @@ import java.util.stream.Stream;
 /**
  * The leak check of the multi-process commands: which refshare files that appeared while
  * a command ran still belong to one of its processes once they all closed. Only those
- * count, since other refshare users may share the directory.
+ * count, since other refshare users may share the directory. The life file of a process
+ * that exited is not a leak once nothing else is left: the janitor's next sweep removes it,
+ * and this check removes it the same way (a reader of a holder keeps its life file while
+ * the holder file exists, so it outlives the reader when the holder closes last).
  */
 final class LeftBehind {
     private LeftBehind() {
@@ -37,7 +42,8 @@ final class LeftBehind {
                 continue;
             }
             try {
-                if (pids.contains(FileHeader.read(dir, dir.path().resolve(name)).owner().pid())) {
+                ProcessIdentity owner = FileHeader.read(dir, dir.path().resolve(name)).owner();
+                if (pids.contains(owner.pid()) && !(dir.kindOf(name) == ShmKind.LIFE && dir.removeLifeFileIfDead(owner))) {
                     left.add(name);
                 }
             } catch (NoSuchFileException gone) {

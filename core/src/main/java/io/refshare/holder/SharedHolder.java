@@ -226,9 +226,9 @@ public final class SharedHolder implements AutoCloseable {
     }
 
     private int claimRow() {
-        // before our identity is in the file, and until we exit: the row outlives this handle
-        // and is reclaimed only once the kernel drops our lock
-        sharing.directory().holdLifeLockUntilExit();
+        // before our identity is in the file, and while the file exists: the row outlives this
+        // handle and is reclaimed only once the kernel drops our lock
+        sharing.directory().holdLifeLockWhileNamedIn(name());
         int r = file.registerReader(self);
         if (r < 0) {
             reclaimDeadReaders(); // rows of dead processes become free

@@ -50,8 +50,8 @@ public final class LifeFile {
 
     /** Life files this process holds, by path, with the descriptor that holds the lock. */
     private static final ConcurrentHashMap<Path, Integer> HELD = new ConcurrentHashMap<>();
-    /** Life files this process keeps until it exits, whatever {@link #release} is asked. */
-    private static final java.util.Set<Path> PINNED = ConcurrentHashMap.newKeySet();
+    /** Per life file of ours: files that keep a record of this process until it exits. */
+    private static final ConcurrentHashMap<Path, java.util.Set<Path>> RECORDS = new ConcurrentHashMap<>();
     private static final int MAX_ATTEMPTS = 100;
 
     private LifeFile() {
@@ -86,19 +86,25 @@ public final class LifeFile {
     }
 
     /**
-     * Takes this process's life lock in {@code dir} for the rest of its life: for records
-     * of this process that outlive every handle (a holder's reader row), which only the
-     * kernel's dropping of the lock at exit lets others reclaim. {@link #release} then
-     * keeps the lock.
+     * Takes this process's life lock in {@code dir} and keeps it while the file {@code name}
+     * exists there: for a record of this process that outlives every handle (a holder's
+     * reader row), which others may reclaim only on the kernel's evidence once this process
+     * is gone. {@link ShmDirectory#leave} then keeps the lock while that file is there.
      */
-    static void holdUntilExit(ShmDirectory dir) {
+    static void holdWhileNamedIn(ShmDirectory dir, String name) {
         hold(dir);
-        PINNED.add(dir.path().resolve(name(dir, ProcessIdentity.current())));
+        RECORDS.computeIfAbsent(dir.path().resolve(name(dir, ProcessIdentity.current())),
+                p -> ConcurrentHashMap.newKeySet()).add(dir.path().resolve(name));
     }
 
-    /** True when the lock in {@code dir} must be kept until this process exits. */
-    static boolean isHeldUntilExit(ShmDirectory dir) {
-        return PINNED.contains(dir.path().resolve(name(dir, ProcessIdentity.current())));
+    /** True when a file holding a lasting record of this process still exists in {@code dir}. */
+    static boolean isNamedInLastingRecord(ShmDirectory dir) {
+        var files = RECORDS.get(dir.path().resolve(name(dir, ProcessIdentity.current())));
+        if (files == null) {
+            return false;
+        }
+        files.removeIf(f -> !java.nio.file.Files.exists(f, java.nio.file.LinkOption.NOFOLLOW_LINKS));
+        return !files.isEmpty();
     }
 
     /** True while this process holds its life lock in {@code dir}. */

@@ -113,12 +113,13 @@ public final class ShmDirectory {
     }
 
     /**
-     * Like {@link #holdLifeLock()}, and {@link #leave()} keeps the lock from now on: for a
-     * record of this process that stays in a file until it exits (a holder's reader row),
-     * so that it is reclaimed on the kernel's evidence once this process is gone.
+     * Like {@link #holdLifeLock()}, and {@link #leave()} keeps the lock while the file
+     * {@code name} exists here: for a record of this process that stays in that file until
+     * it exits (a holder's reader row), so that it is reclaimed on the kernel's evidence
+     * once this process is gone.
      */
-    public void holdLifeLockUntilExit() {
-        LifeFile.holdUntilExit(this);
+    public void holdLifeLockWhileNamedIn(String name) {
+        LifeFile.holdWhileNamedIn(this, name);
     }
 
     /** Whether the process {@code id} names is alive, dead or unknown, as this directory's life files tell. */
@@ -158,14 +159,14 @@ public final class ShmDirectory {
      * last handle of the directory is closed, not while another thread still creates files.
      *
      * @return true when this process holds no life lock here any more; false when a file
-     *         still names it, the lock is held until exit ({@link #holdLifeLockUntilExit()})
+     *         still names it (as owner, or in a lasting record: {@link #holdLifeLockWhileNamedIn})
      *         or the directory could not be listed, and the lock is kept
      */
     public boolean leave() {
         if (!LifeFile.isHeld(this)) {
             return true;
         }
-        if (LifeFile.isHeldUntilExit(this)) {
+        if (LifeFile.isNamedInLastingRecord(this)) {
             return false;
         }
         ProcessIdentity me = ProcessIdentity.current();
