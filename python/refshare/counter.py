@@ -336,16 +336,15 @@ class CounterFilePool:
                     left.append(token)
             return left
 
-    def settle_prefix(self, tokens):
-        """How many leading ``tokens`` are back (settled here; the caller drops them): FIFO
-        consumers give tokens back in order, so this keeps a re-shared block's list short."""
+    def settle_prefix(self, tokens, end):
+        """How many of ``tokens[:end]``, from the first, are back (settled here; the caller drops
+        them): FIFO consumers give tokens back in order, so this keeps a re-shared block's list
+        short at the cost of one word read per share."""
         with self._lock:
             if self.closed:
-                return len(tokens)
+                return end
             n = 0
-            for token in tokens:
-                if not self._settle_one(token):
-                    break
+            while n < end and self._settle_one(tokens[n]):
                 n += 1
             return n
 

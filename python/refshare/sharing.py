@@ -82,7 +82,7 @@ class Sharing:
             sent.append((cnt, slot, tag))
             # a block shared again and again (one reused tensor) would list every token it ever
             # had and keep every counter file they came from mapped: forget those already back
-            n = self._pool.settle_prefix(sent[:-1])
+            n = self._pool.settle_prefix(sent, len(sent) - 1)
             if n:
                 del sent[:n]
             if len(sent) % PRUNE_EVERY == 0:
@@ -95,6 +95,8 @@ class Sharing:
     def cancel(self, data):
         """Returns an undelivered message's reference; True when this call returned it."""
         d = data if isinstance(data, dc.Descriptor) else dc.decode(data, self.dir.is_ours)
+        if self._closed:
+            return False  # its counter file was given back with everything else
         cnt = self._counter(d.counter_file_name)
         with self._lock:
             if self._closed:
@@ -241,9 +243,10 @@ class Sharing:
                 return  # everything was given back and unmapped when this Sharing closed
             if h.sent:
                 h.sent[:] = self._pool.settle(h.sent)
-            if h.sent:
+            pending = bool(h.sent)  # decided here: once in the limbo the collector may finish it
+            if pending:
                 self._limbo.append(h)
-        if h.sent:
+        if pending:
             self._wake.set()
         else:
             self._finish(h)
