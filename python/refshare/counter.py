@@ -3,7 +3,7 @@ Java: io.refshare.counter.CounterFile)."""
 import threading
 
 from . import native, shm
-from .errors import InvalidDataError, ResourceLimitError
+from .errors import InvalidDataError, RefshareError, ResourceLimitError
 
 MAGIC = 0x31544E554F435352  # "RSCOUNT1"
 VERSION = 1
@@ -258,3 +258,186 @@ class CounterFile:
 
 def _s32(v):
     return v - (1 << 32) if v >= 1 << 31 else v
+
+
+class _OwnFile:
+    """A counter file of ours and what we know of it without trusting its shared contents."""
+    __slots__ = ("file", "outstanding", "retired")
+
+    def __init__(self, file):
+        self.file = file
+        self.outstanding = 0  # tokens handed out and not yet seen back (settled)
+        self.retired = False  # its last slot was handed out (or it failed): no more will be
+
+
+class CounterFilePool:
+    """The sender's counter files (Java: io.refshare.share.CounterFilePool). Tokens come from
+    the current file; a full file is retired and a new one started.
+
+    Mapping rule: a file stays mapped while any token it handed out is still counted
+    (``outstanding``), that is listed by a SentBlock (an open tensor's block or a limbo entry)
+    of this process. A token stops counting only when ``settle`` sees it back (its word is
+    RELEASED with its range tag), and the caller then forgets it: so nothing can read a file
+    after it was unmapped. A retired file is unlinked and unmapped when its last token is
+    settled; the file the collector sleeps on is pinned and unmapped by ``unpin`` instead.
+    A quarantined file (a slot word only we may write was changed) is kept until ``close``.
+
+    Every access to a file of ours goes through this pool under its lock (``call`` for the
+    receiving side: a process may receive its own messages), so removal never races a use."""
+
+    def __init__(self, directory, slots, peers):
+        self._dir = directory
+        self._slots = slots
+        self._peers = peers
+        self._lock = threading.RLock()
+        self._files = {}       # CounterFile -> _OwnFile, in creation order
+        self._by_name = {}     # name -> _OwnFile
+        self._current = None
+        self._newest = None
+        self._pinned = None
+        self._pinned_done = False  # the pinned file was removed: unpin unmaps it
+        self.generation = 0        # files added or removed: changes the sum of their release counts
+        self.closed = False
+
+    def hand_out(self, tag):
+        """A new token for a block of range tag ``tag``: (CounterFile, slot)."""
+        with self._lock:
+            if self.closed:
+                raise RefshareError("the Refshare is closed")
+            for _ in range(3):
+                if self._current is None:
+                    f = _OwnFile(CounterFile.create(self._dir, self._slots, self._peers))
+                    self._files[f.file] = f
+                    self._by_name[f.file.name] = f
+                    self._current = self._newest = f
+                    self.generation += 1
+                f = self._current
+                slot = f.file.hand_out(tag)
+                if slot is not None:
+                    f.outstanding += 1
+                    if slot + 1 == f.file.slot_capacity:
+                        f.retired = True
+                        self._current = None  # the next token starts a new file
+                    return f.file, slot
+                f.retired = True  # full or quarantined
+                self._current = None
+                self._remove_if_done(f)
+            raise RefshareError("cannot hand out a token: fresh counter files keep failing")
+
+    def settle(self, tokens):
+        """Of ``tokens`` (CounterFile, slot, tag) of ours, those not yet back; the ones back stop
+        counting here and must be forgotten by the caller. After close: none (all given back)."""
+        with self._lock:
+            if self.closed:
+                return []
+            left = []
+            for token in tokens:
+                if not self._settle_one(token):
+                    left.append(token)
+            return left
+
+    def settle_prefix(self, tokens, end):
+        """How many of ``tokens[:end]``, from the first, are back (settled here; the caller drops
+        them): FIFO consumers give tokens back in order, so this keeps a re-shared block's list
+        short at the cost of one word read per share."""
+        with self._lock:
+            if self.closed:
+                return end
+            n = 0
+            while n < end and self._settle_one(tokens[n]):
+                n += 1
+            return n
+
+    def _settle_one(self, token):
+        cnt, slot, tag = token
+        f = self._files.get(cnt)
+        if f is None:
+            return True  # not ours any more: never read it
+        if cnt.word(slot) != RELEASED | tag << 32:
+            # the whole word, range tag included: a word some other writer scribbled RELEASED
+            # into never frees a block a reader may still use
+            return False
+        f.outstanding -= 1
+        self._remove_if_done(f)
+        return True
+
+    def _remove_if_done(self, f):
+        if f.outstanding > 0 or not f.retired or f.file.quarantined or self._files.get(f.file) is not f:
+            return
+        del self._files[f.file]
+        del self._by_name[f.file.name]
+        self.generation += 1
+        f.file.file.unlink()
+        if f.file is self._pinned:
+            self._pinned_done = True
+        else:
+            f.file.close()
+
+    def call(self, cnt, action, absent=None):
+        """Runs ``action()`` on our file ``cnt`` under the pool's lock, so the file cannot be
+        removed meanwhile; ``absent`` when it is no longer ours (removed, or the pool closed)."""
+        with self._lock:
+            if self._files.get(cnt) is None:
+                return absent
+            return action()
+
+    def own_file(self, name):
+        """Our counter file of this name, or None when it is not (or no longer) ours."""
+        with self._lock:
+            f = self._by_name.get(name)
+            return None if f is None else f.file
+
+    def files(self):
+        """Our files still mapped, in creation order (the newest last)."""
+        with self._lock:
+            return list(self._files)
+
+    def file_count(self):
+        return len(self._files)
+
+    def progress(self):
+        """(releases counted in our files, generation): unchanged means nothing came back."""
+        with self._lock:
+            return sum(f.releases() for f in self._files), self.generation
+
+    def reclaim_dead(self, directory):
+        """The owner's reclamation of DEAD peers in every healthy file of ours; tokens released."""
+        with self._lock:
+            return sum(f.reclaim_dead(directory) for f in list(self._files) if not f.quarantined)
+
+    def pin(self):
+        """The newest file, kept mapped until ``unpin`` (the collector sleeps on its futex word
+        outside the lock); None when there is none."""
+        with self._lock:
+            f = self._newest
+            if self.closed or f is None or self._files.get(f.file) is not f:
+                return None
+            self._pinned = f.file
+            return f.file
+
+    def unpin(self):
+        with self._lock:
+            if self._pinned_done:
+                self._pinned.close()
+                self._pinned_done = False
+            self._pinned = None
+
+    def close(self):
+        """Gives back what this process holds in its own files, unlinks and unmaps them all (a
+        pinned one when it is unpinned): processes still holding tokens keep their own mappings."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            for cnt in list(self._files):
+                try:
+                    cnt.leave()
+                finally:
+                    cnt.file.unlink()
+                    if cnt is self._pinned:
+                        self._pinned_done = True
+                    else:
+                        cnt.close()
+            self._files.clear()
+            self._by_name.clear()
+            self._current = self._newest = None

@@ -8,13 +8,14 @@ import time
 
 from . import descriptor as dc
 from . import shm
-from .counter import CounterFile, RELEASED
+from .counter import CounterFile, CounterFilePool
 from .errors import InvalidDataError, RefshareError
 from .memory import Allocator, HEADER_BYTES, Segment
 from .tensor import HeldBlock, Tensor
 
 COUNTER_SLOTS = 10000
 COUNTER_PEERS = 256
+PRUNE_EVERY = 1024  # a re-shared block's whole token list is settled each time it grows by this
 COLLECT_SLICE_S = 0.010
 HOUSEKEEPING_S = 0.100
 
@@ -27,19 +28,19 @@ class Sharing:
     """One process's sharing state in one directory: its allocator, its counter files, what it
     received, its limbo and its collector thread."""
 
-    def __init__(self, directory, counter_slots=COUNTER_SLOTS, counter_peers=COUNTER_PEERS):
+    def __init__(self, directory, counter_slots=None, counter_peers=None):
         self.dir = directory
         self.allocator = Allocator(directory)
+        # lock order: this lock, then the pool's; never the other way round
         self._lock = threading.RLock()
-        self._slots = counter_slots
-        self._peers = counter_peers
-        self._own = []              # our counter files, current last
+        self._pool = CounterFilePool(directory, COUNTER_SLOTS if counter_slots is None else counter_slots,
+                                     COUNTER_PEERS if counter_peers is None else counter_peers)
         self._limbo = []            # HeldBlocks dropped while tokens of theirs are out
         self._segments = {}         # received segment name -> [Segment, blocks held]
         self._counters = {}         # foreign counter file name -> CounterFile
-        self._held = collections.Counter()  # foreign counter file name -> tokens we hold in it
+        self._held = collections.Counter()  # foreign counter file name -> tokens we hold (or claim) in it
         self._next_counter_check = 0.0
-        self._seen_releases = -1   # releases counted in our files at the last limbo walk
+        self._seen_releases = None  # the pool's progress at the last limbo walk
         self._seen_limbo = 0       # limbo size after it
         self._holders = []          # holder files we created (reclaimed by our collector)
         self.shared = self.received = self.collected = self.reclaimed = 0
@@ -59,11 +60,10 @@ class Sharing:
 
     # ---------------------------------------------------------------- sending
 
-    def _counter_file(self):
-        if not self._own or self._own[-1].is_retired() or self._own[-1].quarantined:
-            self._own.append(CounterFile.create(self.dir, self._slots, self._peers))
-            self._start_collector()
-        return self._own[-1]
+    @property
+    def _own(self):
+        """Our counter files still mapped, the newest last (for tests and tools)."""
+        return self._pool.files()
 
     def share(self, tensor):
         """The descriptor bytes of one new reference to ``tensor``."""
@@ -74,14 +74,19 @@ class Sharing:
         h = tensor._block
         tag = dc.range_tag(h.offset, h.length, h.segment.name)
         with self._lock:
-            for _ in range(3):
-                cnt = self._counter_file()
-                slot = cnt.hand_out(tag)
-                if slot is not None:
-                    break
-            else:
-                raise RefshareError("cannot hand out a token: fresh counter files keep failing")
-            h.sent.append((cnt, slot, tag))
+            if self._closed:
+                raise RefshareError("the Refshare is closed")
+            cnt, slot = self._pool.hand_out(tag)
+            self._start_collector()
+            sent = h.sent
+            sent.append((cnt, slot, tag))
+            # a block shared again and again (one reused tensor) would list every token it ever
+            # had and keep every counter file they came from mapped: forget those already back
+            n = self._pool.settle_prefix(sent, len(sent) - 1)
+            if n:
+                del sent[:n]
+            if len(sent) % PRUNE_EVERY == 0:
+                sent[:] = self._pool.settle(sent)
             self.shared += 1
         me = shm.current()
         return dc.Descriptor(dc.BACKEND_HOST, h.segment.name, h.segment.size, h.offset, h.length, cnt.name, slot,
@@ -90,21 +95,36 @@ class Sharing:
     def cancel(self, data):
         """Returns an undelivered message's reference; True when this call returned it."""
         d = data if isinstance(data, dc.Descriptor) else dc.decode(data, self.dir.is_ours)
+        if self._closed:
+            return False  # its counter file was given back with everything else
         cnt = self._counter(d.counter_file_name)
-        return cnt.cancel(d.slot, d.range_tag())
+        with self._lock:
+            if self._closed:
+                return False  # its counter file was given back with everything else
+            if cnt.file.created:
+                return self._pool.call(cnt, lambda: cnt.cancel(d.slot, d.range_tag()), False)
+            if self._counters.get(cnt.name) is not cnt:
+                return False
+            return cnt.cancel(d.slot, d.range_tag())
 
     # ---------------------------------------------------------------- receiving
 
-    def _counter(self, name):
+    def _counter(self, name, reserve=False):
+        """Our own counter file of this name, else the foreign one, mapped once; ``reserve``
+        counts a token about to be claimed in a foreign file, so it stays mapped meanwhile."""
         with self._lock:
+            if self._closed:
+                raise RefshareError("the Refshare is closed")
+            own = self._pool.own_file(name)
+            if own is not None:
+                return own
             c = self._counters.get(name)
             if c is None:
-                for own in self._own:
-                    if own.name == name:
-                        return own
                 self.dir.resolve(name, "cnt")
                 c = CounterFile.open(self.dir, name)
                 self._counters[name] = c
+            if reserve:
+                self._held[name] += 1
             return c
 
     def _drop_finished_counters(self):
@@ -139,27 +159,45 @@ class Sharing:
         if d.offset < HEADER_BYTES:
             raise InvalidDataError("block offset %d lies in the segment header (< %d)" % (d.offset, HEADER_BYTES))
         self.dir.hold_life_lock()
-        cnt = self._counter(d.counter_file_name)
-        if cnt.owner != (d.sender_pid, d.sender_start_ticks):
-            raise InvalidDataError("descriptor from %r names counter file %s of %r: a sender may only name its own"
-                                   % (shm.ProcessIdentity(d.sender_pid, d.sender_start_ticks), cnt.name, cnt.owner))
-        tensor_layout = d.tensor if d.tensor is not None else dc.TensorLayout("uint8", (d.length,))
-        segment = self.map_segment(d)
+        cnt = self._counter(d.counter_file_name, reserve=True)
+        own = cnt.file.created
         try:
-            tag = d.range_tag()
-            cnt.self_peer()  # a full peer table is a ResourceLimitError before anything is claimed
-            if not cnt.claim(d.slot, tag):
-                raise InvalidDataError("token %s#%d is not in flight for this block (already received, returned, "
-                                       "or presented with another range)" % (cnt.name, d.slot))
+            if cnt.owner != (d.sender_pid, d.sender_start_ticks):
+                raise InvalidDataError("descriptor from %r names counter file %s of %r: a sender may only name its "
+                                       "own" % (shm.ProcessIdentity(d.sender_pid, d.sender_start_ticks), cnt.name,
+                                                cnt.owner))
+            tensor_layout = d.tensor if d.tensor is not None else dc.TensorLayout("uint8", (d.length,))
+            segment = self.map_segment(d)
+            try:
+                tag = d.range_tag()
+                with self._lock:
+                    if self._closed:
+                        raise RefshareError("the Refshare is closed")
+                    if own:  # our own message: the file is ours while its token is in flight
+                        claimed = self._pool.call(cnt, lambda: self._claim(cnt, d.slot, tag), False)
+                    else:
+                        claimed = self._claim(cnt, d.slot, tag)
+                if not claimed:
+                    raise InvalidDataError("token %s#%d is not in flight for this block (already received, "
+                                           "returned, or presented with another range)" % (cnt.name, d.slot))
+            except BaseException:
+                self._segment_done(d.segment_name)
+                raise
         except BaseException:
-            self._segment_done(d.segment_name)
+            if not own:
+                with self._lock:
+                    self._held[cnt.name] -= 1
             raise
         h = HeldBlock(self, segment, d.offset, d.length, None, (cnt, d.slot, tag))
         h.refs = 1
         with self._lock:
             self.received += 1
-            self._held[cnt.name] += 1
         return Tensor(h, tensor_layout, writable=False)
+
+    @staticmethod
+    def _claim(cnt, slot, tag):
+        cnt.self_peer()  # a full peer table is a ResourceLimitError before anything is claimed
+        return cnt.claim(slot, tag)
 
     def map_segment(self, d):
         """The segment a checked descriptor names, mapped once per process; counted until
@@ -200,14 +238,18 @@ class Sharing:
 
     def _dropped(self, h):
         """The last Tensor over ``h`` closed."""
-        if self._closed:
-            return  # everything was given back and unmapped when this Sharing closed
-        if all(_released(cnt, slot, tag) for cnt, slot, tag in h.sent):
-            self._finish(h)
-        else:
-            with self._lock:
+        with self._lock:
+            if self._closed:
+                return  # everything was given back and unmapped when this Sharing closed
+            if h.sent:
+                h.sent[:] = self._pool.settle(h.sent)
+            pending = bool(h.sent)  # decided here: once in the limbo the collector may finish it
+            if pending:
                 self._limbo.append(h)
+        if pending:
             self._wake.set()
+        else:
+            self._finish(h)
 
     def _finish(self, h):
         if h.local is not None:
@@ -219,24 +261,32 @@ class Sharing:
                 self._segment_done(h.segment.name)
         else:
             cnt, slot, tag = h.token
-            cnt.release(slot, tag)
-            self._segment_done(h.segment.name)
             with self._lock:
-                self._held[cnt.name] -= 1
+                if self._closed:
+                    return  # close gave back every token we held and unmapped the files
+                if cnt.file.created:  # a message of our own: the pool may remove the file meanwhile
+                    self._pool.call(cnt, lambda: cnt.release(slot, tag))
+                else:
+                    cnt.release(slot, tag)
+                    self._held[cnt.name] -= 1
+            self._segment_done(h.segment.name)
 
     def collect(self):
         """Frees limbo blocks whose every token came back; the number freed."""
         with self._lock:
-            # nothing can have come back unless some release was counted since the last scan
-            # (or the limbo grew): skip the walk over the whole limbo then
-            releases = sum(c.releases() for c in self._own)
-            if releases == self._seen_releases and len(self._limbo) <= self._seen_limbo:
+            if self._closed:
                 return 0
-            self._seen_releases = releases
-            done = [h for h in self._limbo if all(_released(cnt, slot, tag) for cnt, slot, tag in h.sent)]
-            if done:
-                ids = {id(h) for h in done}
-                self._limbo = [h for h in self._limbo if id(h) not in ids]
+            # nothing can have come back unless some release was counted since the last scan
+            # (or the limbo grew, or a file came or went): skip the walk over the whole limbo then
+            progress = self._pool.progress()
+            if progress == self._seen_releases and len(self._limbo) <= self._seen_limbo:
+                return 0
+            self._seen_releases = progress
+            done, kept = [], []
+            for h in self._limbo:
+                h.sent[:] = self._pool.settle(h.sent)
+                (kept if h.sent else done).append(h)
+            self._limbo = kept
             self.collected += len(done)
             self._seen_limbo = len(self._limbo)
         for h in done:  # never under the lock: freeing may collect again
@@ -264,12 +314,18 @@ class Sharing:
         last_housekeeping = 0.0
         while not self._closed:
             try:
-                if self._limbo and self._own:
-                    cnt = self._own[-1]
-                    seen = cnt.releases()
-                    if self.collect() == 0:
-                        cnt.await_release(seen, COLLECT_SLICE_S)
-                        self.collect()
+                if self._limbo:
+                    cnt = self._pool.pin()  # mapped until unpin, even if removed or closed meanwhile
+                    try:
+                        seen = cnt.releases() if cnt is not None else 0
+                        if self.collect() == 0:
+                            if cnt is not None:
+                                cnt.await_release(seen, COLLECT_SLICE_S)
+                            else:
+                                time.sleep(COLLECT_SLICE_S)
+                            self.collect()
+                    finally:
+                        self._pool.unpin()
                     time.sleep(0.00025)
                 else:
                     self._wake.wait(HOUSEKEEPING_S)
@@ -283,30 +339,27 @@ class Sharing:
                 time.sleep(HOUSEKEEPING_S)
 
     def housekeeping(self):
-        """Reclaims DEAD holders' tokens in our counter files, frees empty retired ones, reclaims
-        dead readers of our holders, drops idle mappings of removed segments."""
+        """Reclaims DEAD holders' tokens in our counter files (the limbo walk then settles them
+        and removes retired files whose last token is back), reclaims dead readers of our
+        holders, drops idle mappings of removed segments, publishes our statistics."""
         with self._lock:
-            own = list(self._own)
+            if self._closed:
+                return
             holders = list(self._holders)
-        for cnt in own:
-            n = cnt.reclaim_dead(self.dir)
-            if n:
-                with self._lock:
-                    self.reclaimed += n
+        n = self._pool.reclaim_dead(self.dir)
+        if n:
+            with self._lock:
+                self.reclaimed += n
         self.collect()
         with self._lock:
-            for cnt in list(self._own[:-1]):
-                if cnt.is_retired() and cnt.live() == 0 and not any(c is cnt for h in self._limbo for c, _, _ in h.sent):
-                    self._own.remove(cnt)
-                    self._seen_releases = -1
-                    cnt.file.unlink()
-                    cnt.close()
+            if self._closed:
+                return
             for name, entry in list(self._segments.items()):
                 if entry[1] == 0 and not os.path.exists(entry[0].file.path):
                     del self._segments[name]
                     entry[0].close()
-        if self._status is not None:
-            self._status.publish(self.stats()[:12])
+            if self._status is not None:
+                self._status.publish(self.stats()[:12])
         for holder in holders:
             try:
                 if not holder.closed:
@@ -318,7 +371,7 @@ class Sharing:
         with self._lock:
             return Stats(len(self._limbo), sum(h.length for h in self._limbo), len(self.allocator._segments),
                          self.allocator.segment_bytes, self.allocator.blocks_in_use, self.allocator.bytes_in_use,
-                         len(self._own), len(self._segments), len(self._counters), self.shared, self.received,
+                         self._pool.file_count(), len(self._segments), len(self._counters), self.shared, self.received,
                          self.collected, self.reclaimed)
 
     # ---------------------------------------------------------------- close
@@ -334,19 +387,15 @@ class Sharing:
                 c.leave()
                 c.close()
             self._counters.clear()
-            for cnt in self._own:
-                cnt.leave()
-                cnt.file.unlink()
-                cnt.close()
-            self._own.clear()
+            self._pool.close()  # a file the collector sleeps on is unmapped when it wakes
             self._limbo.clear()
             for entry in self._segments.values():
                 entry[0].close()
             self._segments.clear()
+            if self._status is not None:
+                self._status.file.unlink()
+                self._status.file.close()
         self.allocator.close()
-        if self._status is not None:
-            self._status.file.unlink()
-            self._status.file.close()
 
 
 class _StatusFile:
@@ -374,8 +423,3 @@ class _StatusFile:
             self.file.store64(self.FIELDS + 8 * i, v)
         self.file.store64(self.UPDATED, int(time.time() * 1000))
 
-
-def _released(cnt, slot, tag):
-    """True once the token we handed out is back: the whole word, range tag included, so a word
-    some other writer scribbled RELEASED into never frees a block a reader may still use."""
-    return cnt.word(slot) == RELEASED | tag << 32
