@@ -125,7 +125,9 @@ class Holder:
         with self._lock:
             if self._row >= 0:
                 return self._row
-            self._dir.hold_life_lock()
+            # before our identity is in the file, and while the file exists: the row outlives
+            # this handle and is reclaimed only once the kernel drops our lock
+            self._dir.hold_life_lock_while_named_in(self.name)
             packed = self._me.packed()
             for attempt in (0, 1):
                 for r in range(self.readers):

@@ -119,6 +119,8 @@ def parse_header(raw, where):
 # life locks this process holds: (directory, prefix) -> fd; a child of fork holds none
 _life_locks = {}
 _life_mutex = threading.Lock()
+# files that keep a record of this process until it exits: (directory, prefix) -> names
+_lasting_records = {}
 
 
 def _after_fork():
@@ -128,6 +130,7 @@ def _after_fork():
         except OSError:
             pass
     _life_locks.clear()
+    _lasting_records.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -479,8 +482,22 @@ class ShmDirectory:
             finally:
                 os.close(fd)
 
+    def hold_life_lock_while_named_in(self, name):
+        """Takes the life lock and keeps it while the file ``name`` exists here: for a record
+        of this process that stays in that file until it exits (a holder's reader row), which
+        others may reclaim only once the kernel drops the lock (docs/protocol.md 5.4)."""
+        self.hold_life_lock()
+        with _life_mutex:
+            _lasting_records.setdefault(self._key(), set()).add(name)
+
     def owns_no_file(self):
-        """True when no file here (life files aside) names this process as its owner."""
+        """True when no file here (life files aside) names this process as its owner, and
+        no file holding a lasting record of it (hold_life_lock_while_named_in) exists."""
+        with _life_mutex:
+            records = _lasting_records.get(self._key(), set())
+            records.intersection_update(n for n in records if os.path.lexists(os.path.join(self.path, n)))
+            if records:
+                return False
         me = current()
         try:
             names = os.listdir(self.path)
