@@ -2,6 +2,7 @@ package io.refshare.cli;
 
 import io.refshare.inspect.Inventory;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.Verdict;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -12,8 +13,9 @@ import java.util.concurrent.Callable;
 /** {@code refshare inspect}: every refshare file, its owner, and what it holds. */
 @Command(name = "inspect", mixinStandardHelpOptions = true,
         description = {"List every refshare file in the shared-memory directory: kind, owner pid and whether it is",
-                "alive, size, live counts, limbo; for a holder, versions published, retired and alive,",
-                "references reclaimed from dead readers, reader processes. Reads only; changes nothing."})
+                "alive, dead or unknown (no evidence either way: another PID namespace), size, live counts,",
+                "limbo; for a holder, versions published, retired and alive, references reclaimed from dead",
+                "readers, reader processes; life files with the state of their lock. Reads only; changes nothing."})
 final class InspectCommand implements Callable<Integer> {
     @Mixin
     ShmOptions shm;
@@ -41,11 +43,20 @@ final class InspectCommand implements Callable<Integer> {
         }
         System.out.printf("%-8s %-45s %10s %-18s %s%n", "KIND", "NAME", "SIZE", "OWNER", "DETAILS");
         for (Inventory.Entry e : entries) {
-            String owner = e.owner() == null ? "?" : e.owner().pid() + (e.ownerAlive() ? " alive" : " DEAD");
-            System.out.printf("%-8s %-45s %10s %-18s %s%n", e.kind().tag(), e.name(), Inventory.bytes(e.size()), owner,
-                    e.details());
+            System.out.printf("%-8s %-45s %10s %-18s %s%n", e.kind().tag(), e.name(), Inventory.bytes(e.size()),
+                    owner(e), e.details());
         }
-        long dead = entries.stream().filter(e -> e.owner() != null && !e.ownerAlive()).count();
-        System.out.println(entries.size() + " files" + (dead > 0 ? ", " + dead + " owned by dead processes" : ""));
+        long dead = entries.stream().filter(e -> e.ownerVerdict() == Verdict.DEAD).count();
+        long unknown = entries.stream().filter(e -> e.ownerVerdict() == Verdict.UNKNOWN).count();
+        System.out.println(entries.size() + " files" + (dead > 0 ? ", " + dead + " of dead processes" : "")
+                + (unknown > 0 ? ", " + unknown + " of processes that cannot be seen from here (unknown)" : ""));
+    }
+
+    /** "1234 alive", "1234 dead", "1234 unknown" (no evidence either way, e.g. another PID namespace), or "?". */
+    static String owner(Inventory.Entry e) {
+        if (e.owner() == null) {
+            return "?";
+        }
+        return e.owner().pid() + " " + e.ownerVerdict().name().toLowerCase(java.util.Locale.ROOT);
     }
 }

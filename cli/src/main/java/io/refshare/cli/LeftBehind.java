@@ -37,7 +37,7 @@ final class LeftBehind {
                 continue;
             }
             try {
-                if (pids.contains(FileHeader.read(dir.path().resolve(name)).owner().pid())) {
+                if (pids.contains(FileHeader.read(dir, dir.path().resolve(name)).owner().pid())) {
                     left.add(name);
                 }
             } catch (NoSuchFileException gone) {

@@ -15,7 +15,11 @@ final class ShmOptions {
             defaultValue = "refshare")
     String prefix;
 
+    @Option(names = "--group-access", description = {"files are shared by the owner's group (mode 0660): create them",
+            "so, and accept files of any of this user's groups (primary or supplementary)"})
+    boolean groupAccess;
+
     RefshareConfig config() {
-        return RefshareConfig.defaults().withDirectory(directory).withPrefix(prefix);
+        return RefshareConfig.defaults().withDirectory(directory).withPrefix(prefix).withGroupAccess(groupAccess);
     }
 }

@@ -3,6 +3,7 @@ package io.refshare.cli;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.holder.SharedHolder;
+import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.Tensor;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
@@ -44,6 +45,12 @@ class InspectCommandTest {
                     held.close();
                 }
             }
+            // what the last Refshare's close does (the lock is taken again by the next record here)
+            assertTrue(new ShmDirectory(dir, ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY).leave());
+            String life = output.lines().filter(l -> l.startsWith("life ")).findFirst()
+                    .orElseThrow(() -> new AssertionError("no life file line in:\n" + output));
+            assertTrue(life.contains(ProcessHandle.current().pid() + " alive"), life);
+            assertTrue(life.endsWith("life lock held: the process runs"), life);
             String line = output.lines().filter(l -> l.contains(name)).findFirst()
                     .orElseThrow(() -> new AssertionError("no line for " + name + " in:\n" + output));
             assertTrue(line.startsWith("hold "), line);

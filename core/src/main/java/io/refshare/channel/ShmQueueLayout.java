@@ -69,6 +69,9 @@ import java.nio.ByteOrder;
  * <p><b>tail</b> and <b>head</b> are hints of the next position to produce and to consume:
  * they only move forward, one position at a time, and only past a position whose cell was
  * already claimed for it; anyone who finds them behind moves them on.
+ *
+ * <p>The layout and the queue protocol are specified in
+ * {@code docs/protocol.md}, section 9: the reference for every implementation.
  */
 public final class ShmQueueLayout {
     public static final long MAGIC = 0x3145554555515352L; // "RSQUEUE1" read little-endian

@@ -47,6 +47,9 @@ package io.refshare.counter;
  *     neither taken twice nor released twice, and a dead holder's references are found
  *     by its peer index alone.</li>
  * </ul>
+ *
+ * <p>The layout and every token transition are specified in
+ * {@code docs/protocol.md}, section 8: the reference for every implementation.
  */
 public final class CounterFileLayout {
     public static final long MAGIC = 0x31544E554F435352L; // "RSCOUNT1" little-endian

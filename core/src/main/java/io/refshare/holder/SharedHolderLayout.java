@@ -57,6 +57,9 @@ import java.nio.ByteOrder;
  *     out once the holder moved on and transferred its external count (the protocol is in
  *     {@code HolderFile}). On a line of its own: every reader's release writes it.</li>
  * </ul>
+ *
+ * <p>The layout and the holder protocol are specified in
+ * {@code docs/protocol.md}, section 10: the reference for every implementation.
  */
 public final class SharedHolderLayout {
     public static final long MAGIC = 0x3152444C4F485352L; // "RSHOLDR1" read little-endian

@@ -4,15 +4,16 @@ import io.refshare.channel.QueueStats;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
 import io.refshare.holder.SharedHolder;
+import io.refshare.shm.CheckedFile;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmKind;
+import io.refshare.shm.Verdict;
 import io.refshare.share.StatusFile;
 
 import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,8 +26,11 @@ import java.util.stream.Stream;
  */
 public final class Inventory {
 
-    /** One file: {@code owner} is null when its header could not be read. */
-    public record Entry(String name, ShmKind kind, long size, ProcessIdentity owner, boolean ownerAlive,
+    /**
+     * One file: {@code owner} is null when its header could not be read (for a life file,
+     * the identity its name carries); {@code ownerVerdict} is null with it.
+     */
+    public record Entry(String name, ShmKind kind, long size, ProcessIdentity owner, Verdict ownerVerdict,
                         String details) {
     }
 
@@ -39,46 +43,71 @@ public final class Inventory {
             for (Path p : files.sorted().toList()) {
                 String name = p.getFileName().toString();
                 ShmKind kind = dir.kindOf(name);
-                if (kind == null || !Files.isRegularFile(p, LinkOption.NOFOLLOW_LINKS)) {
+                if (kind == null) {
                     continue;
                 }
-                entries.add(describe(dir, p, name, kind));
+                Entry e = describe(dir, p, name, kind);
+                if (e != null) {
+                    entries.add(e);
+                }
             }
         }
         return entries;
     }
 
+    /** The entry of one file, or null when it vanished or is not a file of ours to look into. */
     private static Entry describe(ShmDirectory dir, Path p, String name, ShmKind kind) {
-        long size;
-        try {
-            size = Files.size(p);
-        } catch (IOException e) {
-            return new Entry(name, kind, -1, null, false, "vanished");
-        }
-        ProcessIdentity owner;
-        try {
-            FileHeader header = FileHeader.readOrNull(p);
+        try (CheckedFile f = CheckedFile.open(p, false)) {
+            if (!f.stat().isRegularFile()) {
+                return null; // a FIFO, device or directory under one of our names: nothing of ours
+            }
+            long size = f.stat().size();
+            if (!dir.ownedByUs(f.stat().uid(), f.stat().gid())) {
+                return new Entry(name, kind, size, null, null, "another user's (uid " + f.stat().uid() + ")");
+            }
+            if (kind == ShmKind.LIFE) {
+                return lifeFile(dir, name, size);
+            }
+            FileHeader header = FileHeader.readOrNull(f);
             if (header == null) {
-                return new Entry(name, kind, size, null, false,
+                return new Entry(name, kind, size, null, null,
                         "no owner recorded: being created, or its creator died before writing it");
             }
-            owner = header.owner();
+            ProcessIdentity owner = header.owner();
+            String details;
+            try {
+                details = switch (kind) {
+                    case COUNTERS -> counters(dir, name);
+                    case QUEUE -> queue(dir, name);
+                    case STATUS -> status(dir, name);
+                    case SEGMENT -> "shared memory";
+                    case HOLDER -> holder(dir, name);
+                    case LIFE -> throw new AssertionError("described above");
+                };
+            } catch (RuntimeException e) {
+                details = "unreadable: " + e.getMessage();
+            }
+            return new Entry(name, kind, size, owner, dir.verdict(owner), details);
+        } catch (java.nio.file.NoSuchFileException gone) {
+            return null;
         } catch (IOException | RuntimeException e) {
-            return new Entry(name, kind, size, null, false, "unreadable header: " + e.getMessage());
+            return new Entry(name, kind, -1, null, null, "unreadable: " + e.getMessage());
         }
-        String details;
-        try {
-            details = switch (kind) {
-                case COUNTERS -> counters(dir, name);
-                case QUEUE -> queue(dir, name);
-                case STATUS -> status(dir, name);
-                case SEGMENT -> "shared memory";
-                case HOLDER -> holder(dir, name);
-            };
-        } catch (RuntimeException e) {
-            details = "unreadable: " + e.getMessage();
+    }
+
+    /** A life file: its process (from the name) and whether it holds the lock. */
+    private static Entry lifeFile(ShmDirectory dir, String name, long size) {
+        ProcessIdentity id = dir.lifeFileIdentity(name);
+        if (id == null) {
+            return new Entry(name, ShmKind.LIFE, size, null, null, "life file whose name names no process");
         }
-        return new Entry(name, kind, size, owner, owner.isAlive(), details);
+        Verdict v = dir.verdict(id);
+        String details = switch (v) {
+            case ALIVE -> "life lock held: the process runs";
+            case DEAD -> "life lock free: the process is gone (gc removes it once no file names it)";
+            case UNKNOWN -> "life lock state unreadable";
+        };
+        return new Entry(name, ShmKind.LIFE, size, id, v, details);
     }
 
     private static String counters(ShmDirectory dir, String name) {
@@ -108,7 +137,7 @@ public final class Inventory {
      */
     private static String holder(ShmDirectory dir, String name) {
         SharedHolder.Stats s = SharedHolder.peek(dir, name);
-        long dead = s.readers().stream().filter(p -> !p.isAlive()).count();
+        long dead = s.readers().stream().filter(p -> dir.verdict(p) == Verdict.DEAD).count();
         int readers = s.readers().size();
         return s.published() + " published, " + s.retired() + " retired, " + s.reclaimed() + " reclaimed, "
                 + s.liveVersions() + " live version" + (s.liveVersions() == 1 ? "" : "s") + ", " + readers

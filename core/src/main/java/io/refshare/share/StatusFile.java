@@ -25,6 +25,9 @@ import java.lang.invoke.VarHandle;
  *   magic "RSSTATS1"; updated: epoch milliseconds; fields, 8 bytes each, in the
  *   order of {@link Field}
  * </pre>
+ *
+ * <p>The layout is specified in
+ * {@code docs/protocol.md}, section 11: the reference for every implementation.
  */
 public final class StatusFile implements AutoCloseable {
     public static final long MAGIC = 0x3153544154535352L; // "RSSTATS1"

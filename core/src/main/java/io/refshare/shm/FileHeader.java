@@ -1,14 +1,13 @@
 package io.refshare.shm;
 
 import io.refshare.InvalidDataException;
+import io.refshare.RefshareException;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
-import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /**
  * The first 32 bytes every refshare file starts with, whatever its kind, so that tools
@@ -28,6 +27,9 @@ import java.nio.file.StandardOpenOption;
  * later leaves a file the janitor can judge. Only a creator killed between the create and
  * that write leaves a file with no owner (shorter than a header, empty in practice):
  * {@link #readOrNull} tells such a file from a damaged one.
+ *
+ * <p>The header, with the magic of every kind, is specified in
+ * {@code docs/protocol.md}, section 4: the reference for every implementation.
  */
 public record FileHeader(long magic, int version, int headerLength, ProcessIdentity owner) {
     public static final int LENGTH = 32;
@@ -56,45 +58,80 @@ public record FileHeader(long magic, int version, int headerLength, ProcessIdent
     }
 
     /**
-     * Reads the header of a file without mapping it (a read, not a mapping: a truncated
-     * file cannot fault). Never follows a link.
+     * Reads the header of a file of this user without mapping it (a read, not a mapping: a
+     * truncated file cannot fault). The file is opened without following a link or waiting
+     * and must be a regular file owned by this process's user (see {@link CheckedFile}).
      *
      * @throws InvalidDataException when the file is shorter than a header or names no
      *         possible owner
+     * @throws RefshareException    when the name denotes anything but a regular file of ours
+     * @throws NoSuchFileException  when the file is gone
      */
     public static FileHeader read(Path path) throws IOException {
-        ByteBuffer b = readBytes(path);
-        if (b.hasRemaining()) {
-            throw new InvalidDataException(path + " is truncated: " + b.position() + " bytes, a refshare header is "
+        try (CheckedFile f = CheckedFile.open(path, false)) {
+            requireOurs(f, null);
+            return read(f);
+        }
+    }
+
+    /** As {@link #read(Path)}, accepting the files {@code dir} accepts (its group's, with group access). */
+    public static FileHeader read(ShmDirectory dir, Path path) throws IOException {
+        try (CheckedFile f = CheckedFile.open(path, false)) {
+            requireOurs(f, dir);
+            return read(f);
+        }
+    }
+
+    /** The header of a file already opened and checked by the caller. */
+    public static FileHeader read(CheckedFile f) throws IOException {
+        byte[] bytes = f.read(0, LENGTH);
+        if (bytes.length < LENGTH) {
+            throw new InvalidDataException(f.path() + " is truncated: " + bytes.length + " bytes, a refshare header is "
                     + LENGTH);
         }
-        return parse(path, b);
+        return parse(f.path(), ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN));
     }
 
     /**
-     * As {@link #read}, but null for a file whose owner was never written: shorter than a
-     * header, or zero where the owner's pid goes (what a creator killed before its first
-     * write leaves, or a file of an older refshare that wrote the owner later). Such a file
-     * may also be one being created this very moment; the caller decides by its age.
+     * As {@link #read(ShmDirectory, Path)}, but null for a file whose owner was never written:
+     * shorter than a header, or zero where the owner's pid goes (what a creator killed before
+     * its first write leaves, or a file of an older refshare that wrote the owner later). Such
+     * a file may also be one being created this very moment; the caller decides by its age.
      *
      * @throws InvalidDataException when the header names an impossible owner (damage, not
      *         an interrupted creation)
      */
-    public static FileHeader readOrNull(Path path) throws IOException {
-        ByteBuffer b = readBytes(path);
-        if (b.hasRemaining() || b.getLong((int) OWNER_PID_OFFSET) == 0) {
-            return null;
+    public static FileHeader readOrNull(ShmDirectory dir, Path path) throws IOException {
+        try (CheckedFile f = CheckedFile.open(path, false)) {
+            requireOurs(f, dir);
+            return readOrNull(f);
         }
-        return parse(path, b);
     }
 
-    private static ByteBuffer readBytes(Path path) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
-            ByteBuffer b = ByteBuffer.allocate(LENGTH).order(ByteOrder.LITTLE_ENDIAN);
-            while (b.hasRemaining() && ch.read(b) > 0) {
-                // keep reading
-            }
-            return b;
+    /** As {@link #readOrNull(ShmDirectory, Path)}, of a file already opened and checked by the caller. */
+    public static FileHeader readOrNull(CheckedFile f) throws IOException {
+        byte[] bytes = f.read(0, LENGTH);
+        if (bytes.length < LENGTH) {
+            return null;
+        }
+        ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+        if (b.getLong((int) OWNER_PID_OFFSET) == 0) {
+            return null;
+        }
+        return parse(f.path(), b);
+    }
+
+    /** Refuses anything but a regular file of ours: {@code dir}'s rule, or this user's alone without one. */
+    private static void requireOurs(CheckedFile f, ShmDirectory dir) {
+        Libc.FileStat st = f.stat();
+        if (!st.isRegularFile()) {
+            throw new InvalidDataException("not a regular file: " + f.path());
+        }
+        if (dir != null) {
+            dir.requireOwnedByUs(f.path(), st.uid(), st.gid());
+        } else if (st.uid() != ShmDirectory.uid()) {
+            throw new RefshareException("refusing " + f.path() + ": it belongs to uid " + st.uid()
+                    + " and this process runs as uid " + ShmDirectory.uid());
         }
     }
 

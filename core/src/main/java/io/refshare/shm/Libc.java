@@ -17,20 +17,35 @@ import java.lang.invoke.VarHandle;
  * clobbered by the JVM between the call and the read.
  */
 public final class Libc {
+    public static final int O_RDONLY = 0;
     public static final int O_RDWR = 02;
     public static final int O_CREAT = 0100;
     public static final int O_EXCL = 0200;
+    public static final int O_NONBLOCK = 04000;
     public static final int O_NOFOLLOW = 0400000;
     public static final int O_CLOEXEC = 02000000;
 
     public static final int EINTR = 4;
     public static final int EIO = 5;
     public static final int EAGAIN = 11;
+    public static final int EACCES = 13;
     public static final int EEXIST = 17;
+    public static final int ENOENT = 2;
+    public static final int EWOULDBLOCK = EAGAIN;
+    public static final int ELOOP = 40;
     public static final int ENOSPC = 28;
     public static final int ETIMEDOUT = 110;
 
+    public static final int LOCK_SH = 1;
+    public static final int LOCK_EX = 2;
+    public static final int LOCK_NB = 4;
+
     private static final long SYS_FUTEX = 202; // x86_64
+    private static final int AT_FDCWD = -100;
+    private static final int AT_EMPTY_PATH = 0x1000;
+    private static final int AT_SYMLINK_NOFOLLOW = 0x100;
+    private static final int STATX_BASIC_STATS = 0x7ff;
+    private static final int STATX_SIZE = 256;
     private static final int FUTEX_WAIT = 0;
     private static final int FUTEX_WAKE = 1;
 
@@ -50,12 +65,22 @@ public final class Libc {
     private static final MethodHandle PWRITE = LINKER.downcallHandle(LIBC.findOrThrow("pwrite"),
             FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
                     ValueLayout.JAVA_LONG), ERRNO);
+    private static final MethodHandle PREAD = LINKER.downcallHandle(LIBC.findOrThrow("pread"),
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), ERRNO);
     private static final MethodHandle FCHMOD = LINKER.downcallHandle(LIBC.findOrThrow("fchmod"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO);
     private static final MethodHandle GETUID = LINKER.downcallHandle(LIBC.findOrThrow("getuid"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT));
     private static final MethodHandle GETGID = LINKER.downcallHandle(LIBC.findOrThrow("getgid"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT));
+    private static final MethodHandle FLOCK = LINKER.downcallHandle(LIBC.findOrThrow("flock"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO);
+    private static final MethodHandle STATX = LINKER.downcallHandle(LIBC.findOrThrow("statx"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT,
+                    ValueLayout.JAVA_INT, ValueLayout.ADDRESS), ERRNO);
+    private static final MethodHandle GETGROUPS = LINKER.downcallHandle(LIBC.findOrThrow("getgroups"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS), ERRNO);
     private static final MethodHandle STRERROR = LINKER.downcallHandle(LIBC.findOrThrow("strerror"),
             FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
     private static final MethodHandle SYSCALL6 = LINKER.downcallHandle(LIBC.findOrThrow("syscall"),
@@ -146,6 +171,37 @@ public final class Libc {
         }
     }
 
+    /**
+     * Reads up to {@code length} bytes at {@code offset} of the file (EINTR retried, a short
+     * read continued); fewer only at the end of the file.
+     */
+    public static byte[] pread(int fd, int length, long offset, String what) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            MemorySegment buffer = arena.allocate(Math.max(1, length));
+            long done = 0;
+            while (done < length) {
+                long n = (long) PREAD.invokeExact(state, fd, buffer.asSlice(done), length - done, offset + done);
+                if (n < 0) {
+                    int errno = (int) ERRNO_HANDLE.get(state, 0L);
+                    if (errno == EINTR) {
+                        continue;
+                    }
+                    throw new ErrnoException("pread(" + what + ")", errno);
+                }
+                if (n == 0) {
+                    break; // end of file
+                }
+                done += n;
+            }
+            return buffer.asSlice(0, done).toArray(ValueLayout.JAVA_BYTE);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
     /** Reserves {@code length} bytes so later writes through a mapping cannot fault (SIGBUS) for lack of space. */
     public static void posixFallocate(int fd, long length, String what) throws ErrnoException {
         int rc;
@@ -187,6 +243,92 @@ public final class Libc {
             MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
             return (int) (long) SYSCALL6.invokeExact(state, SYS_FUTEX, address, FUTEX_WAKE, count,
                     MemorySegment.NULL, MemorySegment.NULL, 0);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
+     * {@code flock(fd, operation)}, retried on EINTR. True when the lock was taken; false
+     * when {@link #LOCK_NB} was given and another open file holds a conflicting lock.
+     */
+    public static boolean flock(int fd, int operation, String what) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            while (true) {
+                if ((int) FLOCK.invokeExact(state, fd, operation) == 0) {
+                    return true;
+                }
+                int errno = (int) ERRNO_HANDLE.get(state, 0L);
+                if (errno == EWOULDBLOCK && (operation & LOCK_NB) != 0) {
+                    return false;
+                }
+                if (errno != EINTR) {
+                    throw new ErrnoException("flock(" + what + ")", errno);
+                }
+            }
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** What the kernel says of an open file or a path: the fields refshare checks. */
+    public record FileStat(long device, long inode, int mode, int uid, int gid, long size, long modifiedEpochSeconds) {
+        private static final int S_IFMT = 0170000;
+        private static final int S_IFREG = 0100000;
+
+        public boolean isRegularFile() {
+            return (mode & S_IFMT) == S_IFREG;
+        }
+
+        /** True when both name the same file (same device and inode). */
+        public boolean sameFile(FileStat other) {
+            return device == other.device && inode == other.inode;
+        }
+    }
+
+    /** The status of the file open as {@code fd} ({@code statx} with an empty path: no name is looked up again). */
+    public static FileStat fstat(int fd, String what) throws ErrnoException {
+        return statx(fd, "", AT_EMPTY_PATH, what);
+    }
+
+    /** The status of {@code path} itself, never following a final symbolic link. */
+    public static FileStat lstat(String path) throws ErrnoException {
+        return statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, path);
+    }
+
+    private static FileStat statx(int dirFd, String path, int flags, String what) throws ErrnoException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            MemorySegment buf = arena.allocate(STATX_SIZE, 8);
+            if ((int) STATX.invokeExact(state, dirFd, arena.allocateFrom(path), flags, STATX_BASIC_STATS, buf) != 0) {
+                throw new ErrnoException("statx(" + what + ")", (int) ERRNO_HANDLE.get(state, 0L));
+            }
+            // struct statx is the same on every architecture (linux/stat.h)
+            long device = ((long) buf.get(ValueLayout.JAVA_INT, 136) << 32) | (buf.get(ValueLayout.JAVA_INT, 140) & 0xFFFF_FFFFL);
+            return new FileStat(device, buf.get(ValueLayout.JAVA_LONG, 32), buf.get(ValueLayout.JAVA_SHORT, 28) & 0xFFFF,
+                    buf.get(ValueLayout.JAVA_INT, 20), buf.get(ValueLayout.JAVA_INT, 24), buf.get(ValueLayout.JAVA_LONG, 40),
+                    buf.get(ValueLayout.JAVA_LONG, 112));
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** The supplementary group ids of this process (the kernel grants file access by any of them). */
+    public static int[] getgroups() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(Linker.Option.captureStateLayout());
+            int n = (int) GETGROUPS.invokeExact(state, 0, MemorySegment.NULL);
+            if (n <= 0) {
+                return new int[0];
+            }
+            MemorySegment list = arena.allocate(ValueLayout.JAVA_INT, n);
+            n = (int) GETGROUPS.invokeExact(state, n, list);
+            return n <= 0 ? new int[0] : list.asSlice(0, 4L * n).toArray(ValueLayout.JAVA_INT);
         } catch (Throwable t) {
             throw new AssertionError(t);
         }

@@ -6,13 +6,12 @@ import io.refshare.RefshareException;
 
 import java.io.IOException;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * The directory refshare keeps its files in (default {@code /dev/shm}) and the one gate
@@ -43,6 +42,7 @@ public final class ShmDirectory {
     private final Pattern names;
     private static final int UID = Libc.getuid();
     private static final int GID = Libc.getgid();
+    private static final int[] GROUPS = Libc.getgroups();
 
     public ShmDirectory(Path directory, String prefix, int mode) {
         if (!PREFIX.matcher(prefix).matches()) {
@@ -70,6 +70,120 @@ public final class ShmDirectory {
 
     public String prefix() {
         return prefix;
+    }
+
+    /** The mode new files get: {@link #OWNER_ONLY} or {@link #OWNER_AND_GROUP}. */
+    public int mode() {
+        return mode;
+    }
+
+    /** The real user id of this process, which owns every file it creates. */
+    static int uid() {
+        return UID;
+    }
+
+    /**
+     * True when a file of owner {@code uid} and group {@code gid} may be used: our user's,
+     * or with group access one of our groups' (primary or supplementary, as the kernel grants).
+     */
+    public boolean ownedByUs(int uid, int gid) {
+        if (uid == UID) {
+            return true;
+        }
+        if (mode != OWNER_AND_GROUP) {
+            return false;
+        }
+        if (gid == GID) {
+            return true;
+        }
+        for (int g : GROUPS) {
+            if (g == gid) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Takes this process's life lock here (see {@link LifeFile}); must precede every record
+     * of this process's identity in a file of this directory. Idempotent and cheap once held.
+     */
+    public void holdLifeLock() {
+        LifeFile.hold(this);
+    }
+
+    /** Whether the process {@code id} names is alive, dead or unknown, as this directory's life files tell. */
+    public Verdict verdict(ProcessIdentity id) {
+        return LifeFile.verdict(this, id);
+    }
+
+    /** Removes a dead process's life file (the janitor's job); true when this call removed it. */
+    public boolean removeLifeFileIfDead(ProcessIdentity id) {
+        return LifeFile.removeIfDead(this, id);
+    }
+
+    /**
+     * Gives up this process's life lock here and removes its file, unconditionally: for a
+     * caller that knows no file here names this process any more (tests, tools). Prefer
+     * {@link #leave()}.
+     */
+    public void releaseLifeLock() {
+        LifeFile.release(this);
+    }
+
+    /**
+     * A clean departure from this directory: gives up this process's life lock (and removes
+     * its life file) unless a file here still names this process as its owner. Called when
+     * this process's last handle of the directory closed, after it released its tokens,
+     * peer entries, queue participations and holder reader rows, so that a process that
+     * leaves cleanly leaves no life file. Idempotent; a later {@link #holdLifeLock()} takes
+     * the lock again.
+     *
+     * <p>Only owners in headers are looked at (a read of 32 bytes per file): a record of
+     * this process in another process's file that outlives this call (a handle not closed)
+     * is judged without a life file, by /proc in this PID namespace (ALIVE) and UNKNOWN in
+     * another, which may leak but never harms. A file of ours that cannot be read does not
+     * keep the lock: it cannot be told to name us. A file this process creates here while
+     * this call runs may be missed (its creator took the lock before this call released
+     * it); such a file is then judged by /proc as above, so call it once this process's
+     * last handle of the directory is closed, not while another thread still creates files.
+     *
+     * @return true when this process holds no life lock here any more; false when a file
+     *         still names it (or the directory could not be listed), and the lock is kept
+     */
+    public boolean leave() {
+        if (!LifeFile.isHeld(this)) {
+            return true;
+        }
+        ProcessIdentity me = ProcessIdentity.current();
+        try (Stream<Path> files = Files.list(directory)) {
+            for (Path p : (Iterable<Path>) files::iterator) {
+                ShmKind kind = kindOf(p.getFileName().toString());
+                if (kind == null || kind == ShmKind.LIFE) {
+                    continue;
+                }
+                try {
+                    FileHeader h = FileHeader.readOrNull(this, p);
+                    if (h != null && h.owner().equals(me)) {
+                        return false;
+                    }
+                } catch (IOException | RuntimeException unreadable) {
+                    // gone, damaged or not ours: it does not name this process
+                }
+            }
+        } catch (IOException | java.io.UncheckedIOException e) {
+            return false; // cannot tell: keeping the lock costs nothing
+        }
+        LifeFile.release(this);
+        return true;
+    }
+
+    /**
+     * The identity a life file's name carries, or null when {@code name} is not the name of
+     * a life file of this directory that could name a process.
+     */
+    public ProcessIdentity lifeFileIdentity(String name) {
+        return kindOf(name) == ShmKind.LIFE ? LifeFile.identityOf(name) : null;
     }
 
     /** A fresh unguessable name for a file of this kind. */
@@ -118,6 +232,7 @@ public final class ShmDirectory {
             throw new IllegalArgumentException("size must hold at least the " + FileHeader.LENGTH
                     + "-byte common header: " + size);
         }
+        holdLifeLock();
         String name = newName(kind);
         Path path = directory.resolve(name);
         int fd;
@@ -137,6 +252,8 @@ public final class ShmDirectory {
                 Libc.fchmod(fd, mode, path.toString()); // the umask may have taken the group's write bit
             }
             Libc.posixFallocate(fd, size, path.toString());
+            // mapped through the descriptor: the mapping is of the file created, whatever the name denotes now
+            return ShmFile.map(name, path, Path.of("/proc/self/fd/" + fd), size, true);
         } catch (Libc.ErrnoException e) {
             deleteQuietly(path);
             if (e.errno() == Libc.ENOSPC) { // from posix_fallocate, or the header's write on a full tmpfs
@@ -144,74 +261,64 @@ public final class ShmDirectory {
                         + "-byte " + kind.tag() + " file (" + e.getMessage() + "); free space or raise the tmpfs size", e);
             }
             throw new RefshareException("cannot create " + size + "-byte " + path + ": " + e.getMessage(), e);
-        } finally {
-            Libc.close(fd);
-        }
-        try {
-            return ShmFile.map(name, path, size, true);
         } catch (RuntimeException e) {
             deleteQuietly(path);
             throw e;
+        } finally {
+            Libc.close(fd);
         }
     }
 
     /**
-     * Opens and maps an existing file of ours by a name from outside. The file must be a
-     * regular file (not a link) of at least {@code minSize} bytes.
+     * Opens and maps an existing file of ours by a name from outside. The open file itself
+     * must be a regular file (not a link, FIFO or device: opened without following links or
+     * waiting, checked on its descriptor, see {@link CheckedFile}) of at least
+     * {@code minSize} bytes, owned by us; what is mapped is exactly that file.
      */
     public ShmFile open(String name, ShmKind kind, long minSize) {
         Path path = resolve(name, kind);
-        BasicFileAttributes attrs;
-        try {
-            attrs = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        try (CheckedFile f = CheckedFile.open(path, true)) {
+            f.requireUsable(this, minSize);
+            return f.map(name, f.stat().size(), false);
         } catch (NoSuchFileException e) {
             throw new RefshareException("refshare file no longer exists (its owner released or lost it): " + path, e);
         } catch (IOException e) {
+            if (e instanceof Libc.ErrnoException errno && errno.errno() == Libc.ELOOP) {
+                throw new InvalidDataException("not a regular file (a symbolic link): " + path);
+            }
+            if (e instanceof Libc.ErrnoException errno && errno.errno() == Libc.EACCES) {
+                explainRefusal(path); // the kernel refused first: say whose file it is, if that is why
+            }
             throw new RefshareException("cannot open " + path + ": " + e.getMessage(), e);
         }
-        if (!attrs.isRegularFile()) {
-            throw new InvalidDataException("not a regular file: " + path);
-        }
-        checkOwner(path);
-        if (attrs.size() < minSize) {
-            throw new InvalidDataException(path + " is truncated: " + attrs.size() + " bytes, at least " + minSize
-                    + " expected");
-        }
-        return ShmFile.map(name, path, attrs.size(), false);
     }
 
-    /** Refuses a file another user owns, unless group access is configured and the group is ours. */
-    public void checkOwner(Path path) {
-        int uid;
-        int gid;
+    /** Throws the ownership refusal when the name denotes another user's file (an lstat: it never blocks). */
+    private void explainRefusal(Path path) {
+        Libc.FileStat st;
         try {
-            uid = (int) Files.getAttribute(path, "unix:uid", LinkOption.NOFOLLOW_LINKS);
-            gid = (int) Files.getAttribute(path, "unix:gid", LinkOption.NOFOLLOW_LINKS);
-        } catch (IOException e) {
-            throw new RefshareException("cannot read the owner of " + path + ": " + e.getMessage(), e);
+            st = Libc.lstat(path.toString());
+        } catch (Libc.ErrnoException e) {
+            return;
         }
-        if (uid != UID && !(mode == OWNER_AND_GROUP && gid == GID)) {
+        requireOwnedByUs(path, st.uid(), st.gid());
+    }
+
+    /** Refuses a file of owner {@code uid} and group {@code gid} unless {@link #ownedByUs} accepts it. */
+    void requireOwnedByUs(Path path, int uid, int gid) {
+        if (!ownedByUs(uid, gid)) {
             throw new RefshareException("refusing " + path + ": it belongs to uid " + uid + " (gid " + gid
                     + ") and this process runs as uid " + UID + " (gid " + GID + ")"
                     + (mode == OWNER_AND_GROUP ? "" : "; processes of one group can share with group access enabled"));
         }
     }
 
-    /** True when this process's user (or group, with group access) owns the file: the janitor's test. */
-    public boolean isMine(Path path) {
+    /** Removes a name, best effort (the janitor removes what is left); true when this call removed it. */
+    static boolean deleteQuietly(Path path) {
         try {
-            checkOwner(path);
-            return true;
-        } catch (RefshareException e) {
-            return false;
-        }
-    }
-
-    static void deleteQuietly(Path path) {
-        try {
-            Files.deleteIfExists(path);
+            return Files.deleteIfExists(path);
         } catch (IOException ignored) {
-            // best effort: the janitor removes what is left
+            return false;
         }
     }
 

@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -31,10 +30,14 @@ public final class ShmFile implements AutoCloseable {
         this.segment = segment;
     }
 
-    static ShmFile map(String name, Path path, long size, boolean created) {
+    /**
+     * Maps {@code size} bytes of the file open as {@code source} (a {@code /proc/self/fd/N}
+     * name of a descriptor that was checked, see {@link CheckedFile}); {@code path} is the
+     * file's name in the directory, for messages and {@link #unlink()}.
+     */
+    static ShmFile map(String name, Path path, Path source, long size, boolean created) {
         Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                LinkOption.NOFOLLOW_LINKS)) {
+        try (FileChannel ch = FileChannel.open(source, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
             return new ShmFile(name, path, created, arena, seg);
         } catch (IOException e) {

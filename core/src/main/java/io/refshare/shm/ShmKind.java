@@ -11,7 +11,9 @@ public enum ShmKind {
     /** A shared holder (differential reference counting). */
     HOLDER("hold"),
     /** A process's published statistics, for {@code refshare inspect}. */
-    STATUS("proc");
+    STATUS("proc"),
+    /** A process's {@link LifeFile}: locked while it runs, so others can tell when it died. */
+    LIFE("life");
 
     private final String tag;
 

@@ -13,6 +13,9 @@ import io.refshare.InvalidDataException;
  * <p>{@link #numpyName()} is the name numpy uses for the type ({@code numpy.dtype(name)}),
  * so a Python reader can map a code to an array type; {@code bfloat16} is not a numpy
  * built-in and needs {@code ml_dtypes}, as it does for PyTorch and JAX users.
+ *
+ * <p>The codes are specified in
+ * {@code docs/protocol.md}, section 7.3: the reference for every implementation.
  */
 public enum DType {
     BOOL(1, 1, "bool"),

@@ -74,6 +74,10 @@ import java.util.function.Predicate;
  * <p>The format version changes whenever the layout does; a reader refuses versions it
  * does not know rather than guess. Version 2 added the memory handle (version 1 CUDA
  * descriptors could not say which allocation to open).
+ *
+ * <p>The format and every decoding check are specified in
+ * {@code docs/protocol.md}, section 7: the reference for every implementation (its test
+ * data, shared with the Python package, is in {@code conformance/}).
  */
 public final class DescriptorCodec {
 

@@ -103,6 +103,8 @@ class ChaosTest {
                     consumers.forEach(ChildJvm::kill);
                 }
             }
+            // this process left cleanly (what its last Refshare's close does): no file names it, its life file goes
+            assertTrue(shm.directory().leave(), "no file names the closed producer any more: " + shm.files());
             var report = Janitor.sweep(shm.directory(), false);
             assertTrue(shm.files().isEmpty(), "after the janitor: " + shm.files() + " (removed " + report.removed() + ")");
         }

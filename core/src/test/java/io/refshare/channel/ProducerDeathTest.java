@@ -54,6 +54,8 @@ class ProducerDeathTest {
                 }
             }
             assertFalse(shm.files().isEmpty(), "the dead producer's files are still there");
+            // this process left cleanly (what its last Refshare's close does): no file names it, its life file goes
+            assertTrue(shm.directory().leave(), "no file names the closed coordinator any more: " + shm.files());
             Janitor.Report report = Janitor.sweep(shm.directory(), false);
             assertTrue(shm.files().isEmpty(), "refshare gc leaves the directory empty: " + shm.files());
             assertTrue(report.removed().stream().anyMatch(n -> n.contains("-seg-")));

@@ -5,6 +5,7 @@ import io.refshare.holder.HolderReaderMain;
 import io.refshare.holder.SharedHolder;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmKind;
+import io.refshare.shm.Verdict;
 import io.refshare.tensor.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
@@ -17,7 +18,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** What {@code refshare inspect} lists for a holder file, with real reader processes. */
@@ -40,7 +40,7 @@ class InventoryTest {
 
                 Inventory.Entry e = holderEntry(shm, holder.name());
                 assertEquals(ProcessIdentity.current(), e.owner());
-                assertTrue(e.ownerAlive());
+                assertEquals(Verdict.ALIVE, e.ownerVerdict());
                 assertEquals("2 published, 0 retired, 0 reclaimed, 2 live versions, 3 reader processes", e.details());
 
                 // one reader dies holding version 1, the other leaves releasing it: the creator's collector
@@ -83,7 +83,12 @@ class InventoryTest {
                     creator.kill();
                     Inventory.Entry e = holderEntry(shm, name);
                     assertEquals(creator.pid(), e.owner().pid());
-                    assertFalse(e.ownerAlive(), "the creator is dead");
+                    assertEquals(Verdict.DEAD, e.ownerVerdict(), "the creator is dead, on its life lock's evidence");
+                    Inventory.Entry life = Inventory.list(shm.directory()).stream()
+                            .filter(x -> x.kind() == ShmKind.LIFE && creator.pid() == x.owner().pid()).findFirst()
+                            .orElseThrow(() -> new AssertionError("the dead creator's life file is listed"));
+                    assertEquals(Verdict.DEAD, life.ownerVerdict());
+                    assertTrue(life.details().startsWith("life lock free"), life.details());
                     assertEquals("1 published, 0 retired, 0 reclaimed, 1 live version, 3 reader processes (2 dead)",
                             e.details(), "only this process is alive; nobody reclaimed yet");
 
@@ -92,7 +97,13 @@ class InventoryTest {
                             holderEntry(shm, name).details(), "the creator's row too is free (it held nothing)");
                 }
             } finally {
-                Janitor.sweep(shm.directory(), false); // the dead processes' files, the holder among them
+                // the dead processes' files; the holder stays while a live process (this one: a reader row
+                // outlives its handle until the process exits) has a row in it
+                Janitor.Report report = Janitor.sweep(shm.directory(), false);
+                String holder = shm.files().stream().filter(n -> n.contains("-hold-")).findFirst().orElseThrow();
+                assertTrue(report.kept().contains(holder + " (reader " + ProcessHandle.current().pid() + " alive)"),
+                        report.kept().toString());
+                java.nio.file.Files.delete(shm.path().resolve(holder));
             }
         }
     }

@@ -4,6 +4,7 @@ import io.refshare.Refshare;
 import io.refshare.share.ConsumerMain;
 import io.refshare.share.ProducerMain;
 import io.refshare.shm.FileHeader;
+import io.refshare.shm.LifeFile;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -30,6 +31,7 @@ class JanitorTest {
         try (TempShm shm = new TempShm(); Refshare live = Refshare.open(shm.config());
              Tensor mine = live.allocateBytes(1000)) {
             ChildJvm producer = ChildJvm.start(ProducerMain.class, shm.path().toString(), "5000", "1");
+            ProcessIdentity producerId = identity(producer);
             String message;
             try {
                 message = producer.read();
@@ -44,8 +46,12 @@ class JanitorTest {
             assertEquals(before, shm.files(), "a dry run removes nothing");
             Janitor.Report report = Janitor.sweep(shm.directory(), false);
             assertEquals(dry.removed(), report.removed());
-            assertEquals(3, report.removed().size(), "the dead producer's segment, counter file and status file: "
+            assertEquals(List.of("cnt", "life", "proc", "seg"), report.removed().stream().map(n -> n.split("-")[1])
+                    .sorted().toList(), "the dead producer's segment, counter file, status file and life file: "
                     + report.removed());
+            assertTrue(report.removed().contains(lifeFileOf(producerId)), report.removed().toString());
+            assertTrue(report.kept().contains(lifeFileOf(ProcessIdentity.current()) + " (process "
+                    + ProcessHandle.current().pid() + " alive)"), "this process's life file stays: " + report.kept());
             assertTrue(shm.files().contains("not-ours.txt"));
             assertTrue(shm.files().contains("refshare-seg-0123456789abcdef0123456789abcdef"),
                     "a young file that names no owner is left alone: it may be being created");
@@ -55,6 +61,16 @@ class JanitorTest {
             Files.delete(shm.path().resolve("not-ours.txt"));
             Files.delete(shm.path().resolve("refshare-seg-0123456789abcdef0123456789abcdef"));
         }
+    }
+
+    /** The name of the life file of {@code id} (under the default prefix). */
+    static String lifeFileOf(ProcessIdentity id) {
+        return LifeFile.name(new ShmDirectory(Path.of("/"), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY), id);
+    }
+
+    /** The identity of a child process, read while it runs. */
+    static ProcessIdentity identity(ChildJvm child) {
+        return ProcessIdentity.of(child.pid()).orElseThrow(() -> new AssertionError(child.pid() + " is not running"));
     }
 
     @Test
@@ -75,16 +91,19 @@ class JanitorTest {
     void aProcessKilledBeforeWritingItsLayoutLeavesAFileTheJanitorRemoves() throws Exception {
         try (TempShm shm = new TempShm()) {
             String name;
+            ProcessIdentity creatorId;
             try (ChildJvm creator = ChildJvm.start(CreateOnlyMain.class, shm.path().toString(), "1048576")) {
+                creatorId = identity(creator);
                 try {
                     name = creator.expect("CREATED");
                 } finally {
                     creator.kill();
                 }
             }
-            assertEquals(List.of(name), shm.files());
+            String life = lifeFileOf(creatorId);
+            assertEquals(List.of(life, name), shm.files(), "the file and the life lock its creator took first");
             Janitor.Report report = Janitor.sweep(shm.directory(), false);
-            assertEquals(List.of(name), report.removed(), "its owner is dead: " + report.kept());
+            assertEquals(List.of(name, life), report.removed(), "its owner is dead: " + report.kept());
             assertTrue(shm.files().isEmpty());
         }
     }

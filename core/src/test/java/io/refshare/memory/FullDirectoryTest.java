@@ -75,5 +75,6 @@ class FullDirectoryTest {
             reused.memory().fill((byte) 2);
         }
         assertEquals(0, dir.fileCount(), "close removes every segment file");
+        dir.directory().releaseLifeLock(); // its open descriptor would keep the mount busy
     }
 }

@@ -1,6 +1,7 @@
 package io.refshare.memory;
 
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmKind;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -40,10 +41,10 @@ final class TestShmDirectory implements AutoCloseable {
         return directory;
     }
 
-    /** How many files the directory holds right now. */
+    /** How many files the directory holds right now, besides this process's life file. */
     long fileCount() {
         try (Stream<Path> files = Files.list(path)) {
-            return files.count();
+            return files.filter(f -> directory.kindOf(f.getFileName().toString()) != ShmKind.LIFE).count();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -51,6 +52,7 @@ final class TestShmDirectory implements AutoCloseable {
 
     @Override
     public void close() {
+        directory.releaseLifeLock();
         try (Stream<Path> walk = Files.walk(path)) {
             for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);

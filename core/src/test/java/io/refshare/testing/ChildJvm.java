@@ -34,7 +34,16 @@ public final class ChildJvm implements AutoCloseable {
 
     /** Like {@link #start}, with extra JVM options (system properties, flags) before the main class. */
     public static ChildJvm startWith(String[] jvmOptions, Class<?> main, String... args) {
-        List<String> cmd = new ArrayList<>();
+        return startUnder(List.of(), jvmOptions, main, args);
+    }
+
+    /**
+     * Like {@link #startWith}, with the JVM started by a wrapper command ({@code unshare ...}
+     * to run it in its own PID namespace, say). The wrapper must end with the JVM: killing
+     * it must kill the JVM.
+     */
+    public static ChildJvm startUnder(List<String> wrapper, String[] jvmOptions, Class<?> main, String... args) {
+        List<String> cmd = new ArrayList<>(wrapper);
         cmd.add(ProcessHandle.current().info().command().orElseThrow());
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.addAll(List.of(jvmOptions));

@@ -1,7 +1,9 @@
 package io.refshare.testing;
 
 import io.refshare.RefshareConfig;
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmKind;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -54,17 +56,35 @@ public final class TempShm implements AutoCloseable, AfterEachCallback {
         return files().stream().filter(n -> n.contains("-" + kindTag + "-")).count();
     }
 
+    private void removeLifeFilesOfTheDead() {
+        ShmDirectory dir = directory();
+        dir.releaseLifeLock();
+        for (String name : files()) {
+            if (dir.kindOf(name) == ShmKind.LIFE) {
+                String hex = name.substring(name.length() - 32);
+                ProcessIdentity id = new ProcessIdentity(Long.parseUnsignedLong(hex.substring(0, 16), 16),
+                        Long.parseUnsignedLong(hex.substring(16), 16));
+                dir.removeLifeFileIfDead(id);
+            }
+        }
+    }
+
     @Override
     public void afterEach(ExtensionContext context) {
         close();
     }
 
-    /** Removes the directory; throws AssertionError if files were left behind. Idempotent. */
+    /**
+     * Removes the directory; throws AssertionError if files were left behind. Idempotent.
+     * Life files are not leaks when the janitor would remove them: this process's own (it
+     * gives its lock up here) and those of processes that died (a killed child's).
+     */
     @Override
     public void close() {
         if (!Files.isDirectory(path)) {
             return;
         }
+        removeLifeFilesOfTheDead();
         List<String> left = files();
         for (String f : left) {
             try {
