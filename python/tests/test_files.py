@@ -182,3 +182,41 @@ def test_conformance_file_headers():
         assert (magic, version, hlen, owner.pid, owner.start) == (
             fx["magic"], fx["version"], fx["header_length"], fx["owner_pid"], fx["owner_start_ticks"]), fx["name"]
         assert shm.KIND_BY_MAGIC.get(magic) == fx["kind"], fx["name"]
+
+
+def test_open_sweeps_what_killed_processes_left_quietly(shmdir, peers, capfd):
+    """refshare.open() runs the janitor's sweep, as Java's Refshare.open: a SIGKILLed producer's
+    files go (it queued nothing anyone could still take), nothing is printed."""
+    p = peers.start("produce", shmdir, 4, 2, 64)
+    line(p)
+    assert line(p) == ["PUT", "2"]
+    kill(p)
+    left = set(os.listdir(shmdir))
+    assert sorted(n.split("-")[1] for n in left) == ["cnt", "life", "proc", "q", "seg"]
+    capfd.readouterr()
+    with refshare.open(directory=shmdir) as rs:
+        assert not left & set(os.listdir(shmdir)), "the dead producer's files are gone"
+        with rs.allocate("uint8", (8,)):
+            pass
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_failing_or_troubled_sweep_never_fails_open(shmdir, monkeypatch):
+    from refshare import janitor
+    damaged = os.path.join(shmdir, "refshare-q-" + "ab" * 16)
+    with open(damaged, "wb") as f:
+        f.write(b"\xff" * 100)  # an impossible owner: damage left to a person
+    os.utime(damaged, (0, 0))
+    with refshare.open(directory=shmdir) as rs:
+        rs.allocate("uint8", (4,)).close()
+    assert os.path.exists(damaged), "the sweep leaves a damaged file alone"
+    os.unlink(damaged)
+
+    def broken(directory, dry_run=False):
+        raise RefshareError("cannot list %s (test)" % directory.path)
+    monkeypatch.setattr(janitor, "sweep", broken)
+    with refshare.open(directory=shmdir) as rs:
+        rs.allocate("uint8", (4,)).close()
+    monkeypatch.setattr(janitor, "sweep", lambda directory, dry_run=False: 1 // 0)
+    with refshare.open(directory=shmdir) as rs:
+        rs.allocate("uint8", (4,)).close()
