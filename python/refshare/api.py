@@ -1,5 +1,6 @@
 """refshare.open() and the Refshare context: the package's entry point."""
 import atexit
+import logging
 import threading
 import weakref
 
@@ -10,6 +11,7 @@ from .tensor import layout_for
 _open_count = {}
 _open_lock = threading.Lock()
 _open_instances = weakref.WeakSet()
+_log = logging.getLogger("refshare")
 
 
 @atexit.register
@@ -30,6 +32,7 @@ class Refshare:
     def __init__(self, directory=None, prefix=None, group_access=False):
         self.directory = shm.ShmDirectory(directory, prefix, group_access)
         self._sharing = Sharing(self.directory)
+        _sweep_dead_processes_files(self.directory)
         self._closeables = []
         self._closed = False
         with _open_lock:
@@ -168,6 +171,22 @@ class Refshare:
 
     def __repr__(self):
         return "Refshare(%r)" % (self.directory,)
+
+
+def _sweep_dead_processes_files(directory):
+    """The janitor's sweep at start-up, as Java's Refshare.open: files left by DEAD processes go
+    (what ``refshare.gc`` does). Quiet (a DEBUG/INFO log record, nothing printed by default) and it
+    never fails the open: a directory that cannot be listed or a file that cannot be judged only
+    means less is swept. Run in the caller's thread (Java uses a background thread): the sweep
+    reads only headers and participant tables, and when ``open`` returns the directory is tidy."""
+    from . import janitor
+    try:
+        removed = janitor.sweep(directory)
+    except Exception as e:  # noqa: BLE001 (whatever goes wrong, the open stands)
+        _log.debug("start-up sweep of %s failed: %s", directory.path, e)
+        return
+    if removed:
+        _log.info("removed %d files left by dead processes in %s", len(removed), directory.path)
 
 
 def open(directory=None, prefix=None, group_access=False):  # noqa: A001 (the issue's name)

@@ -13,6 +13,7 @@ MAGIC = 0x3145554555515352  # "RSQUEUE1"
 VERSION = 1
 HEADER_LENGTH = 640
 CAPACITY, MAX_MESSAGE, CELL_LENGTH, PARTICIPANT_CAPACITY, CLOSED = 32, 36, 40, 44, 48
+GIVEN_BACK = 56
 OFFERED_BY_DEPARTED, TAKEN_BY_DEPARTED, REJECTED = 64, 72, 80
 TAIL, HEAD = 128, 256
 NOT_EMPTY_SEQ, CONSUMERS_SLEEPING = 384, 388
@@ -88,6 +89,10 @@ class TensorQueue:
         self._me = shm.current()
         self._packed = self._me.packed()
         self._role = 0
+        self._offered = False  # this handle has offered: it is on the producer side
+        # the "given back" count at the start of this handle's last cell scan that found no
+        # returned cell: returned cells are looked for only when the count moved (section 9.6)
+        self._given_back_scanned = 0
         self._next_sweep = 0.0
         self._next_gone_check = 0.0
         self._dead_cache = set()
@@ -291,6 +296,7 @@ class TensorQueue:
     def offer_bytes(self, payload, timeout=None):
         """Puts one message, waiting up to ``timeout`` seconds (None: forever); False on timeout."""
         self._check()
+        self._offered = True
         if not 1 <= len(payload) <= self.max_message:
             raise ValueError("message of %d bytes; this queue takes 1..%d" % (len(payload), self.max_message))
         self._set_role(ROLE_PRODUCER)
@@ -323,6 +329,7 @@ class TensorQueue:
         """Like put, giving up after ``timeout`` seconds (None: forever); False when it did
         (nothing counted then: the reference is cancelled)."""
         self._check()
+        self._offered = True  # as Java's ShareQueue: even an offer that fails puts us on the producer side
         message = self._sharing.share(tensor)
         sent = False
         try:
@@ -335,8 +342,7 @@ class TensorQueue:
     def end_of_stream(self):
         """No more puts from anyone; consumers drain what is left. Idempotent."""
         self._check()
-        native.cas32(self._f.addr + CLOSED, 0, 1)
-        self._signal_all()
+        self._end_stream()
 
     # ---------------------------------------------------------------- consuming
 
@@ -378,10 +384,8 @@ class TensorQueue:
                 try:
                     result = receive(payload)
                 except ResourceLimitError:
-                    # not the message's fault: give it back for another consumer (section 9.8)
-                    if f.cas64(cell, _word(pos, READING, self._entry), _word(pos, READING, RETURNED)):
-                        self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
-                        cell = None
+                    self._give_back(cell, pos)
+                    cell = None  # no longer ours to free, whether or not the give-back took
                     raise
                 except RefshareError as e:
                     self.rejected += 1
@@ -394,6 +398,17 @@ class TensorQueue:
                 if f.load32(CONSUMERS_SLEEPING) > 0 and self._message_at_head():
                     self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
         return result
+
+    def _give_back(self, cell, pos):
+        """Hands a message we claimed back to the queue unconsumed, for another consumer: it is not
+        the message's fault (a resource limit, section 9.8). The "given back" count goes up first,
+        so a sweeper that sees the returned cell also sees that it must scan for it; consumers
+        (Java's and ours) look for returned cells only when that count moves."""
+        f = self._f
+        f.fetch_add64(GIVEN_BACK, 1)
+        if f.cas64(cell, _word(pos, READING, self._entry), _word(pos, READING, RETURNED)):
+            self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+        # else: the cell is not ours any more (a hostile writer); whoever holds it deals with it
 
     def _warn(self, what):
         """Reports to stderr, at most once a second per handle; repeats are counted, not printed."""
@@ -487,11 +502,16 @@ class TensorQueue:
 
     def _sweep(self, fresh, adopt, receive=None, me_index=None):
         """Finds DEAD participants, repairs their cells and returned cells, reclaims their entries
-        (section 9.6). Returns the result of delivering an adopted cell, or None."""
+        (section 9.6, as Java's Recovery.sweep). The cells are scanned only when a participant
+        died holding claims or the "given back" count moved since this handle's last scan that
+        found no returned cell. Returns the result of delivering an adopted cell, or None."""
         f = self._f
         me = self._entry if me_index is None else me_index
+        given_back = f.load64(GIVEN_BACK) & M64
+        look_for_returned = given_back != self._given_back_scanned
         # verdicts are always fresh here: only DEAD (final) is cached, so ``fresh`` needs nothing more
         dead = {}
+        dead_claimants = False
         for i in range(self._parts):
             if i == me:
                 continue
@@ -499,15 +519,20 @@ class TensorQueue:
             if w == 0:
                 continue
             if w & MARK:
+                # its cells were repaired before the mark was set; only the folding was left undone
                 reclaimer = shm.ProcessIdentity.unpacked(w)
                 if reclaimer != self._me and self._verdict(reclaimer) == shm.DEAD:
                     dead[i] = w
             elif w & ((1 << 22) - 1) == 0 or self._verdict(shm.ProcessIdentity.unpacked(w)) == shm.DEAD:
                 dead[i] = w
+                dead_claimants = True
+        if not dead and not look_for_returned:
+            return None
         adopted = None
         needed = set()
-        consumer = bool(self._role & ROLE_CONSUMER) and me >= 0
-        if dead or consumer:
+        if dead_claimants or look_for_returned:
+            consumer = bool(self._role & ROLE_CONSUMER) and me >= 0
+            returned_left = False
             for c in range(self.capacity):
                 cell = self._cells + c * self._cell_len
                 while True:
@@ -515,11 +540,9 @@ class TensorQueue:
                     s, cl = _state(w), _claimant(w)
                     if s not in (WRITING, READING):
                         break
-                    if cl == RETURNED and s == READING:
-                        pass
-                    elif cl in dead and (f.load64(self._e(cl)) & M64) == dead[cl]:
-                        pass
-                    else:
+                    returned = s == READING and cl == RETURNED
+                    if not returned and (cl not in dead or dead[cl] & MARK
+                                         or (f.load64(self._e(cl)) & M64) != dead[cl]):
                         break
                     p = w & POS_MASK
                     if s == WRITING:
@@ -537,9 +560,13 @@ class TensorQueue:
                             self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
                             break
                         continue
-                    if cl != RETURNED:
+                    if returned:
+                        returned_left = True
+                    else:
                         needed.add(cl)
                     break
+            if not returned_left and adopted is None:
+                self._given_back_scanned = given_back  # none seen: no need to look until someone gives one back
         for i, w in dead.items():
             if i in needed:
                 continue
@@ -552,45 +579,59 @@ class TensorQueue:
     # ---------------------------------------------------------------- leaving
 
     def _consumer_attached(self):
+        """Another attached handle has polled and its process is not DEAD. Handles that have done
+        neither (no role bit) are not consumers: a process that only opened the queue keeps nothing."""
         for _, ident, role in self._participants():
-            if (role & ROLE_CONSUMER or not role & ROLE_PRODUCER) and self._verdict(ident) != shm.DEAD:
+            if role & ROLE_CONSUMER and self._verdict(ident) != shm.DEAD:
                 return True
         return False
 
-    def _other_producer_attached(self):
+    def _last_producer_without_consumer(self):
+        """True when this handle is the producer side's last and no consumer is attached (section
+        9.7; Java: ShmQueue.lastProducerWithoutConsumer): no other attached handle of a process not
+        DEAD has offered or polled, and the creator's handle is not attached to an open queue.
+        Handles with no role bit do not count."""
+        owner = self._owner.packed()
         for _, ident, role in self._participants():
-            if role & ROLE_PRODUCER and self._verdict(ident) != shm.DEAD:
-                return True
-        return False
+            creators_handle = (not self._creator and ident.packed() == owner and self._f.load32(CLOSED) == 0)
+            takes_part = role & (ROLE_PRODUCER | ROLE_CONSUMER)
+            if (takes_part or creators_handle) and self._verdict(ident) != shm.DEAD:
+                return False
+        return True
 
     def _check(self):
         if self._closed:
             raise RefshareError("queue %s is closed" % self.name)
 
+    def _end_stream(self):
+        """Ends the stream by a producer's decision (closed 0 -> 1; the first reason stays) and
+        wakes every waiter."""
+        native.cas32(self._f.addr + CLOSED, 0, 1)
+        self._signal_all()
+
     def close(self, timeout=CLOSE_TIMEOUT_S):
         """Leaves the queue. The creator's close ends the stream (consumers still drain it); a
         consumer's close never does.
 
-        A handle that put messages waits, up to ``timeout`` seconds, while messages are still
-        queued and a consumer is attached: once this process closes its Refshare, messages not
-        yet received could no longer be (their files go with it). The last producer-side close
-        that finds the stream ended and no consumer attached returns the references of messages
-        left in it."""
+        A handle on the producer side (the creator's, or one that offered) first waits, up to
+        ``timeout`` seconds, while messages are still queued and a consumer is attached: once this
+        process closes its Refshare, messages not yet received could no longer be (their files go
+        with it). Then, as Java's ShareQueue.close: if it is the producer side's last handle and
+        no consumer is attached (section 9.7), it ends the stream itself and returns the
+        references of the messages left in it."""
         if self._closed:
             return
         self._closed = True
         f = self._f
         try:
             if self._creator:
-                native.cas32(f.addr + CLOSED, 0, 1)
-                self._signal_all()
+                self._end_stream()
                 f.unlink()
-            producer_side = self._creator or self._role & ROLE_PRODUCER
-            if producer_side:
+            if self._creator or self._offered:
                 self._linger(timeout)
-            if (producer_side and f.load32(CLOSED) != 0 and not self._consumer_attached()
-                    and not self._other_producer_attached()):
-                self._drain()
+                if self._last_producer_without_consumer():
+                    self._end_stream()  # nobody is left to put, nobody is there to take
+                    self._drain()
         finally:
             self._fold(self._entry)
             f.cas64(self._e(self._entry), self._packed, 0)
@@ -603,7 +644,9 @@ class TensorQueue:
         return False
 
     def _linger(self, timeout):
-        """Waits while messages are queued and a consumer is attached (at most ``timeout`` s)."""
+        """Waits while messages are queued and a consumer is attached (at most ``timeout`` s). A
+        local choice (Java's close does not wait): it changes no shared state, the messages stay
+        for the consumer either way (section 9.7)."""
         deadline = time.monotonic() + timeout
         while self._holds_messages() and time.monotonic() < deadline:
             if not self._consumer_attached():
@@ -611,16 +654,34 @@ class TensorQueue:
             self._sweep(fresh=False, adopt=False)
             time.sleep(0.005)
 
+    def _published_at_head(self):
+        h = self._f.load64(HEAD) & M64
+        w = self._f.load64(self._cell(h)) & M64
+        d = _dist(w, h)
+        return d > 0 or (d == 0 and _state(w) in (FULL, READING))
+
     def _drain(self):
+        """Takes every message left and returns its reference (Java: ShmQueue.drain with a cancelling
+        sink). On an ended stream it also waits for offers that claimed a cell before the end to
+        publish (or for their DEAD claimants to be found), and adopts cells of DEAD consumers and
+        returned cells, so nothing is left behind when it returns."""
         def cancel(payload):
             try:
                 self._sharing.cancel(payload)
             except RefshareError:
-                pass
+                self.rejected += 1  # garbage, or a message whose sender's files are gone: nothing to return
             return _REJECTED
-        for _ in range(self.capacity + 1):
-            if self._try_take(cancel) in (_EMPTY, _DRAINED):
-                break
+        self._set_role(ROLE_CONSUMER)  # it takes what is left, as a consumer would
+        while True:
+            r = self._try_take(cancel)
+            if r is not _EMPTY and r is not _DRAINED:
+                continue
+            if self._sweep(fresh=True, adopt=True, receive=cancel) is not None:
+                continue
+            if r is _DRAINED or self._f.load32(CLOSED) == 0:
+                return
+            # a producer claimed the head cell before the end and has not published yet
+            self._sleep(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING, E_CSLEEP, self._published_at_head, SLICE_S)
 
     def __enter__(self):
         return self

@@ -158,27 +158,94 @@ def test_an_interpreter_exiting_without_close_leaves_nothing(shmdir):
     assert os.listdir(shmdir) == []
 
 
-def test_conformance_file_headers():
+def _header_fixtures():
     import glob
     import json
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     root = os.environ.get("REFSHARE_CONFORMANCE_DIR", os.path.join(here, "conformance"))
-    files = sorted(glob.glob(os.path.join(root, "headers", "*.json")))
-    if not files:
+    paths = sorted(glob.glob(os.path.join(root, "headers", "*.json")))
+    if not paths:
         pytest.skip("no conformance fixtures at " + root + " (set REFSHARE_CONFORMANCE_DIR)")
-    for path in files:
-        fx = json.load(open(path))
+    fixtures = []
+    for path in paths:
+        with open(path) as f:
+            fixtures.append(json.load(f))
+    return fixtures
+
+
+def _magic_text(magic):
+    """The fixtures' rendering of a magic: its 8 little-endian bytes, '?' for any not printable."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F else "?" for b in (magic & (1 << 64) - 1).to_bytes(8, "little"))
+
+
+def test_conformance_file_headers(shmdir):
+    """conformance/headers/*.json (section 4), each replayed twice: the bytes parsed, and the same
+    bytes as a file of the directory read through the checked opener every reader uses."""
+    d = shm.ShmDirectory(shmdir)
+    fixtures = _header_fixtures()
+    assert {fx["expect"] for fx in fixtures} == {"owner", "no_owner", "error"}
+    for fx in fixtures:
         raw = bytes.fromhex(fx["hex"])
-        if fx["expect"] == "error":
-            assert fx["error_python"] == "InvalidDataError"
-            with pytest.raises(InvalidDataError):
-                shm.parse_header(raw, fx["name"])
-            continue
-        h = shm.parse_header(raw, fx["name"])
-        if fx["expect"] == "no_owner":
-            assert h is None, fx["name"]
-            continue
-        magic, version, hlen, owner = h
-        assert (magic, version, hlen, owner.pid, owner.start) == (
-            fx["magic"], fx["version"], fx["header_length"], fx["owner_pid"], fx["owner_start_ticks"]), fx["name"]
-        assert shm.KIND_BY_MAGIC.get(magic) == fx["kind"], fx["name"]
+        assert len(raw) <= shm.HEADER_LENGTH, fx["name"]
+        name = "refshare-seg-%032x" % len(raw)
+        path = os.path.join(shmdir, name)
+        with open(path, "wb") as f:
+            f.write(raw)
+        try:
+            for read in (lambda: shm.parse_header(raw, fx["name"]), lambda: d.read_header(name)):
+                if fx["expect"] == "error":
+                    with pytest.raises(RefshareError) as caught:
+                        read()
+                    assert type(caught.value).__name__ == fx["error_python"], (fx["name"], caught.value)
+                    continue
+                h = read()
+                if fx["expect"] == "no_owner":
+                    assert h is None, fx["name"]
+                    continue
+                assert fx["expect"] == "owner", fx["name"]
+                magic, version, hlen, owner = h
+                assert (magic, version, hlen, owner.pid, owner.start) == (
+                    fx["magic"] & (1 << 64) - 1, fx["version"], fx["header_length"], fx["owner_pid"],
+                    fx["owner_start_ticks"]), fx["name"]
+                assert _magic_text(magic) == fx["magic_text"], fx["name"]
+                assert shm.KIND_BY_MAGIC.get(magic) == fx["kind"], fx["name"]
+        finally:
+            os.unlink(path)
+
+
+def test_open_sweeps_what_killed_processes_left_quietly(shmdir, peers, capfd):
+    """refshare.open() runs the janitor's sweep, as Java's Refshare.open: a SIGKILLed producer's
+    files go (it queued nothing anyone could still take), nothing is printed."""
+    p = peers.start("produce", shmdir, 4, 2, 64)
+    line(p)
+    assert line(p) == ["PUT", "2"]
+    kill(p)
+    left = set(os.listdir(shmdir))
+    assert sorted(n.split("-")[1] for n in left) == ["cnt", "life", "proc", "q", "seg"]
+    capfd.readouterr()
+    with refshare.open(directory=shmdir) as rs:
+        assert not left & set(os.listdir(shmdir)), "the dead producer's files are gone"
+        with rs.allocate("uint8", (8,)):
+            pass
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_failing_or_troubled_sweep_never_fails_open(shmdir, monkeypatch):
+    from refshare import janitor
+    damaged = os.path.join(shmdir, "refshare-q-" + "ab" * 16)
+    with open(damaged, "wb") as f:
+        f.write(b"\xff" * 100)  # an impossible owner: damage left to a person
+    os.utime(damaged, (0, 0))
+    with refshare.open(directory=shmdir) as rs:
+        rs.allocate("uint8", (4,)).close()
+    assert os.path.exists(damaged), "the sweep leaves a damaged file alone"
+    os.unlink(damaged)
+
+    def broken(directory, dry_run=False):
+        raise RefshareError("cannot list %s (test)" % directory.path)
+    monkeypatch.setattr(janitor, "sweep", broken)
+    with refshare.open(directory=shmdir) as rs:
+        rs.allocate("uint8", (4,)).close()
+    monkeypatch.setattr(janitor, "sweep", lambda directory, dry_run=False: 1 // 0)
+    with refshare.open(directory=shmdir) as rs:
+        rs.allocate("uint8", (4,)).close()

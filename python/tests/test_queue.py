@@ -1,4 +1,5 @@
 """Queues between real processes: exactly-once delivery, waiting, stream end, recovery."""
+import itertools
 import os
 import struct
 import time
@@ -187,7 +188,55 @@ def test_a_dead_claimants_reading_cell_is_delivered_to_another_consumer(shmdir):
         assert settle(rs) == 0
 
 
-def test_a_returned_cell_is_adopted(shmdir):
+class _RecordingFile:
+    """A queue's mapped file that notes the "given back" count at each CAS that returns a cell."""
+
+    def __init__(self, f):
+        self._f = f
+        self.count_at_return = []
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def cas64(self, off, old, new):
+        if qm._state(new) == qm.READING and qm._claimant(new) == qm.RETURNED:
+            self.count_at_return.append(self._f.load64(qm.GIVEN_BACK))
+        return self._f.cas64(off, old, new)
+
+
+def _resource_limit(payload):
+    raise refshare.ResourceLimitError("every peer entry of the sender's counter file is held (test)")
+
+
+def test_give_back_counts_first_then_returns_the_cell_for_another_consumer(shmdir):
+    """Section 9.8 as Java's ShmQueue.giveBack: fetch-add "given back" (offset 56), then CAS
+    READING(p, self) -> READING(p, 0xFFFF); another consumer then delivers it exactly once."""
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        with refshare.open(directory=shmdir) as a, a.open_queue(q.name) as ca, \
+                refshare.open(directory=shmdir) as b, b.open_queue(q.name) as cb:
+            assert cb.poll(0.15) is None  # cb has swept (every 100 ms) and seen the count at 0
+            with rs.from_numpy(np.arange(3)) as t:
+                q.put(t)
+            recording = ca._f = _RecordingFile(ca._f)
+            with pytest.raises(refshare.ResourceLimitError):
+                ca.poll_message(1.0, _resource_limit)
+            ca._f = recording._f
+            assert recording.count_at_return == [1], "the count goes up before the cell is returned"
+            assert q._f.load64(qm.GIVEN_BACK) == 1
+            assert q._f.load64(q._cell(0)) & qm.M64 == qm._word(0, qm.READING, qm.RETURNED)
+            with cb.poll(2.0) as t:
+                assert t.numpy().tolist() == [0, 1, 2]
+            assert cb.poll(0.25) is None and ca.poll(0.25) is None, "delivered exactly once"
+            assert q._f.load64(qm.GIVEN_BACK) == 1
+        q.close()
+        assert settle(rs) == 0
+
+
+def test_returned_cells_are_looked_for_when_the_given_back_count_moves(shmdir):
+    """As Java's Recovery: a consumer scans the cells for returned ones only when the count
+    moved since its last scan that found none, so a queue nothing was given back to costs no
+    scan. A returned cell whose give-back was not counted stays unseen until the count moves."""
     with refshare.open(directory=shmdir) as rs:
         q = rs.create_queue(capacity=4)
         with rs.from_numpy(np.arange(3)) as t:
@@ -197,10 +246,71 @@ def test_a_returned_cell_is_adopted(shmdir):
         assert f.cas64(cell, f.load64(cell), qm._word(0, qm.READING, qm.RETURNED))
         f.cas64(qm.HEAD, 0, 1)
         with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            assert c.poll(0.35) is None, "swept three times, the count never moved: no cell scan"
+            f.fetch_add64(qm.GIVEN_BACK, 1)
             with c.poll(2.0) as t:
                 assert t.numpy().tolist() == [0, 1, 2]
+            assert c._given_back_scanned == 0, "the scan that adopted a cell does not count as one that found none"
+            assert c.poll(0.25) is None
+            assert c._given_back_scanned == 1
         q.close()
         assert settle(rs) == 0
+
+
+def test_a_handle_that_never_polled_is_no_consumer_at_the_last_producer_close(shmdir):
+    """Java's ShareQueue.close: only handles that offered or polled count; the creator's close
+    then finds no consumer, ends the stream and returns the queued references at once."""
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=8)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as idle:
+            for i in range(3):
+                with rs.from_numpy(np.arange(i + 1)) as t:
+                    q.put(t)
+            start = time.monotonic()
+            q.close()
+            assert time.monotonic() - start < 2.0, "no wait for a handle that is no consumer"
+            rs.collect()
+            assert settle(rs) == 0 and rs.stats().collected == 3
+            with pytest.raises(QueueClosedError):
+                idle.poll(0.1)
+
+
+def test_an_attached_consumer_keeps_the_messages_at_the_last_producer_close(shmdir):
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=8)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            assert c.poll(0) is None  # polled: a consumer from now on
+            for i in range(3):
+                with rs.from_numpy(np.arange(i + 1)) as t:
+                    q.put(t)
+            start = time.monotonic()
+            q.close(timeout=0.2)
+            assert 0.19 <= time.monotonic() - start < 2.0, "waits while the consumer has messages queued"
+            assert rs.stats().limbo_blocks == 3, "the messages stay for the consumer"
+            assert [t.numpy().tolist() for t in c] == [[0], [0, 1], [0, 1, 2]]
+        assert settle(rs) == 0
+
+
+def test_a_producer_outliving_its_killed_creator_ends_the_stream_at_its_close(shmdir, peers):
+    """The creator is DEAD, the stream still open: the last producer-side close (no consumer)
+    ends it itself and returns the references of what it queued, as Java does."""
+    p = peers.start("produce", shmdir, 8, 0, 64)
+    name = line(p)[1]
+    assert line(p) == ["PUT", "0"]
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.open_queue(name)
+        for i in range(3):
+            with rs.from_numpy(np.arange(i + 1)) as t:
+                q.put(t)
+        kill(p)
+        assert q._f.load32(qm.CLOSED) == 0
+        q.close()
+        rs.collect()
+        assert settle(rs) == 0 and rs.stats().collected == 3
+        with rs.open_queue(name) as late, pytest.raises(QueueClosedError):
+            late.poll(0.1)
+    # what the killed creator left (it shared nothing, so it has no status file)
+    assert sorted(n.split("-")[1] for n in refshare.gc(directory=shmdir)) == ["life", "q"]
 
 
 def test_corrupt_queue_headers_are_refused(shmdir):
@@ -254,16 +364,18 @@ def test_timeouts_hold(shmdir):
 
 def test_a_producer_closing_right_after_its_last_put_loses_nothing(shmdir, peers):
     """The README's producer: put, leave the with blocks, exit. Its close waits while a consumer is
-    attached and messages are queued: their files go with the producer's Refshare."""
+    attached and messages are queued: their files go with the producer's Refshare. (A consumer is
+    a handle that has polled, section 9.7: this one takes its first message before the close.)"""
     p = peers.start("produce", shmdir, 8, 8, 1_500_000)  # 8 messages, each in a segment of its own
     name = line(p)[1]
     assert line(p) == ["PUT", "8"]
     with refshare.open(directory=shmdir) as rs, rs.open_queue(name) as q:
+        first = q.take()
         p.stdin.write("close\n")
         p.stdin.flush()
         time.sleep(1.0)  # a producer that did not wait would be gone with its files by now
         got = []
-        for t in q:
+        for t in itertools.chain([first], q):
             with t:
                 a = t.numpy()
                 got.append(int(a[:8].view(np.int64)[0]))
