@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The churn test's longer run (issue 15): one producer serving CONSUMERS successive consumer
+# The churn test's longer run: one producer serving CONSUMERS successive consumer
 # JVMs (default 5000) through a queue they join and leave, and a fifth as many by direct
 # hand-off, LANES at a time (default 4), over counter files of 8 peer entries, mixing clean
 # exits, closes with open tensors and SIGKILLs. Not part of CI: on 2 cores it takes about

@@ -15,7 +15,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.*;
 
 /**
- * Peer entries of a counter file are recycled (DESIGN-15 B), with real peer processes and
+ * Peer entries of a counter file are recycled (docs/protocol.md 8.5), with real peer processes and
  * tables of one or two entries: a peer leaving cleanly frees its own entry, the owner frees a
  * DEAD peer's entry after reclaiming its tokens, nobody else frees another's entry, and an
  * UNKNOWN peer keeps both its tokens and its entry.

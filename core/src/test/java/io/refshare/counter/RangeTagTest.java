@@ -9,7 +9,7 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-/** A token is bound to the exact range it was handed out for (DESIGN-15 B). */
+/** A token is bound to the exact range it was handed out for (docs/protocol.md 8.3). */
 class RangeTagTest {
     private static final String SEGMENT = "refshare-seg-0123456789abcdef0123456789abcdef";
 

@@ -138,7 +138,7 @@ class CrossLanguageCrashTest {
         }
     }
 
-    /** DESIGN-15 C: a producer's death ends the stream for its consumers once they drained the queue. */
+    /** A producer's death ends the stream for its consumers once they drained the queue. */
     @Test
     void theStreamEndsForAJavaConsumerWhenThePythonProducerIsKilled() throws Exception {
         try {

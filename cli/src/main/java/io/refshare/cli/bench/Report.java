@@ -84,7 +84,7 @@ final class Report {
         }
         reclamationTable(s, r);
         s.append('\n');
-        line(s, "targets (issues 3, 7 and 11), checked against this run:");
+        line(s, "targets, checked against this run:");
         for (Targets t : Targets.of(r)) {
             line(s, "  %-6s  %-78s %s", t.verdict(), t.name(), t.measured());
         }
