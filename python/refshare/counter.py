@@ -62,23 +62,14 @@ class CounterFile:
     def open(cls, directory, name):
         f = directory.open(name, "cnt", HEADER_LENGTH)
         try:
-            magic = f.load64(0) & 0xFFFFFFFFFFFFFFFF
-            if magic != MAGIC:
-                raise InvalidDataError("%s is not a refshare counter file (magic 0x%x)" % (f.path, magic))
-            version, hlen, slots, peers = (int.from_bytes(f.read(o, 4), "little") for o in (8, 12, 32, 36))
-            if version != VERSION:
-                raise InvalidDataError("%s has counter layout version %d; this refshare reads version %d"
-                                       % (f.path, version, VERSION))
+            hlen, slots, peers = f.check_layout(MAGIC, VERSION, "counter file", (12, 32, 36))
             if hlen != HEADER_LENGTH or not 1 <= slots <= MAX_SLOTS or not 1 <= peers <= MAX_PEERS:
                 raise InvalidDataError("%s has a corrupt header: header length %d, %d slots, %d peers"
                                        % (f.path, hlen, slots, peers))
             if f.size != file_length(slots, peers):
                 raise InvalidDataError("%s is %d bytes but its header describes %d (truncated or corrupt)"
                                        % (f.path, f.size, file_length(slots, peers)))
-            pid, start = f.load64(16), f.load64(24)
-            if pid <= 0 or pid > (1 << 22) - 1 or start < 0:
-                raise InvalidDataError("%s names an impossible owner pid %d" % (f.path, pid))
-            return cls(f, slots, peers, shm.ProcessIdentity(pid, start))
+            return cls(f, slots, peers, shm.ProcessIdentity(f.load64(16), f.load64(24)))
         except BaseException:
             f.close()
             raise

@@ -83,14 +83,7 @@ class Holder:
     def open(cls, rs, name):
         f = rs.directory.open(name, "hold", HEADER_LENGTH)
         try:
-            magic = f.load64(0) & M64
-            if magic != MAGIC:
-                raise InvalidDataError("%s is not a refshare holder (magic 0x%x)" % (f.path, magic))
-            version, hlen, slots, readers, slen, rlen = (int.from_bytes(f.read(o, 4), "little")
-                                                         for o in (8, 12, 32, 36, 40, 44))
-            if version != VERSION:
-                raise InvalidDataError("%s has holder layout version %d; this refshare reads version %d"
-                                       % (f.path, version, VERSION))
+            hlen, slots, readers, slen, rlen = f.check_layout(MAGIC, VERSION, "holder", (12, 32, 36, 40, 44))
             if (hlen != HEADER_LENGTH or not 1 <= slots <= MAX_SLOTS or not 1 <= readers <= MAX_READERS
                     or slen != SLOT_LENGTH or rlen != reader_length(slots)):
                 raise InvalidDataError("%s has a corrupt holder header: header length %d, %d slots, %d readers, "
@@ -98,9 +91,6 @@ class Holder:
             want = HEADER_LENGTH + readers * rlen + slots * SLOT_LENGTH
             if f.size != want:
                 raise InvalidDataError("%s is %d bytes but its header describes %d" % (f.path, f.size, want))
-            pid, start = f.load64(16), f.load64(24)
-            if pid <= 0 or pid > (1 << 22) - 1 or start < 0:
-                raise InvalidDataError("%s names an impossible owner pid %d" % (f.path, pid))
             return cls(rs, f, False)
         except BaseException:
             f.close()

@@ -129,14 +129,7 @@ class TensorQueue:
     def open(cls, rs, name):
         f = rs.directory.open(name, "q", HEADER_LENGTH)
         try:
-            magic = f.load64(0) & M64
-            if magic != MAGIC:
-                raise InvalidDataError("%s is not a refshare queue (magic 0x%x)" % (f.path, magic))
-            version, hlen, cap, maxm, cl, parts = (int.from_bytes(f.read(o, 4), "little")
-                                                   for o in (8, 12, 32, 36, 40, 44))
-            if version != VERSION:
-                raise InvalidDataError("%s has queue layout version %d; this refshare reads version %d"
-                                       % (f.path, version, VERSION))
+            hlen, cap, maxm, cl, parts = f.check_layout(MAGIC, VERSION, "queue", (12, 32, 36, 40, 44))
             if (hlen != HEADER_LENGTH or not 1 <= cap <= MAX_CAPACITY or not 1 <= maxm <= MAX_MESSAGE_BYTES
                     or not 1 <= parts <= MAX_PARTICIPANTS or cl != cell_length(maxm)):
                 raise InvalidDataError("%s has a corrupt queue header: header length %d, capacity %d, max message "
@@ -145,9 +138,6 @@ class TensorQueue:
             if f.size < HEADER_LENGTH + ENTRY * parts + cap * cl:
                 raise InvalidDataError("%s is truncated: %d bytes, its header describes %d"
                                        % (f.path, f.size, HEADER_LENGTH + ENTRY * parts + cap * cl))
-            pid, start = f.load64(16), f.load64(24)
-            if pid <= 0 or pid > (1 << 22) - 1 or start < 0:
-                raise InvalidDataError("%s names an impossible owner pid %d" % (f.path, pid))
             return cls(rs, f, False)
         except BaseException:
             f.close()

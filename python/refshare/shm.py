@@ -183,6 +183,22 @@ class MappedFile:
     def fetch_add32(self, off, d):
         return native.fetch_add32(self.addr + off, d)
 
+    def check_layout(self, magic, version, what, offsets):
+        """Checks the common header of a file of one layout (section 4): its magic, its layout
+        version and a possible owner; returns the little-endian 32-bit fields at ``offsets``
+        (header length and geometry) for the layout's own checks."""
+        found = self.load64(0) & 0xFFFFFFFFFFFFFFFF
+        if found != magic:
+            raise InvalidDataError("%s is not a refshare %s (magic 0x%x)" % (self.path, what, found))
+        found = int.from_bytes(self.read(8, 4), "little")
+        if found != version:
+            raise InvalidDataError("%s has %s layout version %d; this refshare reads version %d"
+                                   % (self.path, what, found, version))
+        pid, start = self.load64(16), self.load64(24)
+        if pid <= 0 or pid > (1 << 22) - 1 or start < 0:
+            raise InvalidDataError("%s names an impossible owner pid %d" % (self.path, pid))
+        return [int.from_bytes(self.read(o, 4), "little") for o in offsets]
+
     def read(self, off, n):
         return bytes(self._mm[off:off + n])
 

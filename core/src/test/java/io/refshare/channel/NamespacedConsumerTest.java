@@ -2,12 +2,12 @@ package io.refshare.channel;
 
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.ChildJvm;
+import io.refshare.testing.PidNamespaces;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static java.util.concurrent.TimeUnit.MILLISECONDS;
@@ -22,19 +22,16 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class NamespacedConsumerTest {
-    private static final List<String> OWN_PID_NAMESPACE =
-            List.of("unshare", "--pid", "--fork", "--kill-child", "--mount-proc");
-
     @RegisterExtension
     final TempShm shm = new TempShm();
     private final ShmDirectory dir = shm.directory();
 
     @Test
     void itsClaimStandsWhileItLivesAndIsRepairedOnceItIsKilled() throws Exception {
-        assumeTrue(canUnsharePid(), "needs root and unshare(1) to start a process in its own PID namespace");
+        assumeTrue(PidNamespaces.available(), PidNamespaces.NEEDS);
         try (ShmQueue q = ShmQueue.create(dir, 4, 64)) {
             assertTrue(q.offer(TestMessages.encode(1, 7)));
-            try (ChildJvm child = ChildJvm.startUnder(OWN_PID_NAMESPACE, new String[0], QueueChild.class,
+            try (ChildJvm child = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], QueueChild.class,
                     "claim-read", shm.path().toString(), q.name())) {
                 assertEquals("0", child.expect("CLAIMED").trim());
                 for (int i = 0; i < 5; i++) {
@@ -54,17 +51,6 @@ class NamespacedConsumerTest {
                 q.recover();
                 assertEquals(1, q.stats().participants().size(), "its entry was reclaimed");
             }
-        }
-    }
-
-    static boolean canUnsharePid() {
-        try {
-            Process p = new ProcessBuilder("unshare", "--pid", "--fork", "--mount-proc", "true")
-                    .redirectErrorStream(true).start();
-            p.getInputStream().readAllBytes();
-            return p.waitFor() == 0;
-        } catch (Exception e) {
-            return false;
         }
     }
 }

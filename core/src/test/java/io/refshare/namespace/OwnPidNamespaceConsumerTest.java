@@ -5,13 +5,13 @@ import io.refshare.inspect.Janitor;
 import io.refshare.share.ConsumerMain;
 import io.refshare.tensor.Tensor;
 import io.refshare.testing.ChildJvm;
+import io.refshare.testing.PidNamespaces;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.HexFormat;
-import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -24,17 +24,14 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * killed; neither may the janitor remove what it uses.
  */
 class OwnPidNamespaceConsumerTest {
-    private static final List<String> OWN_PID_NAMESPACE =
-            List.of("unshare", "--pid", "--fork", "--kill-child", "--mount-proc");
-
     @RegisterExtension
     final TempShm shm = new TempShm();
 
     @Test
     void itsReferencesStayWhileItLivesAndComeBackWhenItIsKilled() throws Exception {
-        assumeTrue(canUnsharePid(), "needs root and unshare(1) to start a process in its own PID namespace");
+        assumeTrue(PidNamespaces.available(), PidNamespaces.NEEDS);
         try (Refshare producer = Refshare.open(shm.config())) {
-            ChildJvm consumer = ChildJvm.startUnder(OWN_PID_NAMESPACE, new String[0], ConsumerMain.class,
+            ChildJvm consumer = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], ConsumerMain.class,
                     shm.path().toString());
             try {
                 for (int i = 0; i < 3; i++) {
@@ -68,16 +65,5 @@ class OwnPidNamespaceConsumerTest {
             assertEquals(3, producer.stats().reclaimed(), "each reference once");
         }
         Janitor.sweep(shm.directory(), false); // the killed consumer's status and life files
-    }
-
-    static boolean canUnsharePid() {
-        try {
-            Process p = new ProcessBuilder("unshare", "--pid", "--fork", "--mount-proc", "true")
-                    .redirectErrorStream(true).start();
-            p.getInputStream().readAllBytes();
-            return p.waitFor() == 0;
-        } catch (Exception e) {
-            return false;
-        }
     }
 }

@@ -1,5 +1,6 @@
 package io.refshare.python;
 
+import io.refshare.testing.ChildProcesses;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -138,38 +139,16 @@ final class PythonPeer implements AutoCloseable {
     }
 
     int waitFor() {
-        try {
-            if (!process.waitFor(60, TimeUnit.SECONDS)) {
-                kill();
-                throw new AssertionError(name + " did not exit within 60 s");
-            }
-            return process.exitValue();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+        return ChildProcesses.waitFor(process, name);
     }
 
     /** SIGKILL: no cleanup of any kind in the process. */
     void kill() {
-        process.destroyForcibly();
-        try {
-            process.waitFor(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        ChildProcesses.kill(process);
     }
 
     @Override
     public void close() {
-        in.close();
-        try {
-            if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                kill();
-            }
-        } catch (InterruptedException e) {
-            kill();
-            Thread.currentThread().interrupt();
-        }
+        ChildProcesses.close(process, in);
     }
 }

@@ -1,6 +1,7 @@
 package io.refshare.shm;
 
 import io.refshare.testing.ChildJvm;
+import io.refshare.testing.PidNamespaces;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -102,10 +103,9 @@ class LifeFileTest {
 
     @Test
     void aHolderInItsOwnPidNamespaceIsAliveUntilKilled() throws Exception {
-        assumeTrue(canUnsharePid(), "needs root and unshare(1) to start a process in its own PID namespace");
+        assumeTrue(PidNamespaces.available(), PidNamespaces.NEEDS);
         ShmDirectory dir = shm.directory();
-        List<String> ownNamespace = List.of("unshare", "--pid", "--fork", "--kill-child", "--mount-proc");
-        try (ChildJvm child = ChildJvm.startUnder(ownNamespace, new String[0], LifeHolderMain.class,
+        try (ChildJvm child = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], LifeHolderMain.class,
                 shm.path().toString())) {
             ProcessIdentity id = identity(child);
             assertNotEquals(child.pid(), id.pid(), "the child should see its own pid namespace");
@@ -117,17 +117,6 @@ class LifeFileTest {
             }
             assertEquals(Verdict.DEAD, dir.verdict(id));
             assertTrue(dir.removeLifeFileIfDead(id));
-        }
-    }
-
-    static boolean canUnsharePid() {
-        try {
-            Process p = new ProcessBuilder("unshare", "--pid", "--fork", "--mount-proc", "true")
-                    .redirectErrorStream(true).start();
-            p.getInputStream().readAllBytes();
-            return p.waitFor() == 0;
-        } catch (Exception e) {
-            return false;
         }
     }
 }

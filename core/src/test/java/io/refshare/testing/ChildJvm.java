@@ -8,7 +8,6 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A real child JVM running a main class from the test classpath, spoken to by lines on its
@@ -93,37 +92,15 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     public int waitFor() {
-        try {
-            if (!process.waitFor(60, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                throw new AssertionError(name + " did not exit within 60 s");
-            }
-            return process.exitValue();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+        return ChildProcesses.waitFor(process, name);
     }
 
     public void kill() {
-        process.destroyForcibly();
-        try {
-            process.waitFor(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        ChildProcesses.kill(process);
     }
 
     @Override
     public void close() {
-        in.close();
-        try {
-            if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                kill();
-            }
-        } catch (InterruptedException e) {
-            kill();
-            Thread.currentThread().interrupt();
-        }
+        ChildProcesses.close(process, in);
     }
 }
