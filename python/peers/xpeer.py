@@ -89,34 +89,44 @@ def consume(directory, queue_name, ids_path, forward_name, hold):
     return 3 if bad else 0
 
 
+def serve(rs, handlers):
+    """Answers the test's commands on stdin until it closes: each line's first word picks a
+    handler, given the other words; LIMBO is common to every producer. 2 on an unknown command."""
+    handlers = dict(handlers, LIMBO=lambda w: say("LIMBO", *limbo(rs, float(w[0]))))
+    for line in sys.stdin:
+        w = line.split()
+        if not w:
+            continue
+        if w[0] not in handlers:
+            say("ERROR unknown command", w[0])
+            return 2
+        handlers[w[0]](w[1:])
+    return 0
+
+
 def produce(directory, capacity):
     sent = 0
+
+    def put(w):
+        nonlocal sent
+        size, count = int(w[0]), int(w[1])
+        for _ in range(count):
+            with message(rs, PRODUCER_ID << 32 | sent, size) as t:
+                q.put(t)
+            sent += 1
+        say("PUT", sent)
+
+    def end(w):
+        q.close()
+        say("ENDED")
+
     with refshare.open(directory=directory) as rs:
         q = rs.create_queue(capacity=capacity)
         try:
             say("QUEUE", q.name)
-            for line in sys.stdin:
-                w = line.split()
-                if not w:
-                    continue
-                if w[0] == "PUT":
-                    size, count = int(w[1]), int(w[2])
-                    for _ in range(count):
-                        with message(rs, PRODUCER_ID << 32 | sent, size) as t:
-                            q.put(t)
-                        sent += 1
-                    say("PUT", sent)
-                elif w[0] == "END":
-                    q.close()
-                    say("ENDED")
-                elif w[0] == "LIMBO":
-                    say("LIMBO", *limbo(rs, float(w[1])))
-                else:
-                    say("ERROR unknown command", w[0])
-                    return 2
+            return serve(rs, {"PUT": put, "END": end})
         finally:
             q.close()
-    return 0
 
 
 def limbo(rs, seconds):
@@ -131,30 +141,23 @@ def limbo(rs, seconds):
 
 
 def holder_publish(directory):
+    def publish(w):
+        version, size = int(w[0]), int(w[1])
+        with message(rs, version, size) as t:
+            h.publish(t)
+        say("PUBLISHED", version)
+
+    def close(w):
+        h.close()
+        say("CLOSED")
+
     with refshare.open(directory=directory) as rs:
         h = rs.create_holder()
         try:
             say("HOLDER", h.name)
-            for line in sys.stdin:
-                w = line.split()
-                if not w:
-                    continue
-                if w[0] == "PUBLISH":
-                    version, size = int(w[1]), int(w[2])
-                    with message(rs, version, size) as t:
-                        h.publish(t)
-                    say("PUBLISHED", version)
-                elif w[0] == "CLOSE":
-                    h.close()
-                    say("CLOSED")
-                elif w[0] == "LIMBO":
-                    say("LIMBO", *limbo(rs, float(w[1])))
-                else:
-                    say("ERROR unknown command", w[0])
-                    return 2
+            return serve(rs, {"PUBLISH": publish, "CLOSE": close})
         finally:
             h.close()
-    return 0
 
 
 def holder_read(directory, name):
