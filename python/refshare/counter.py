@@ -142,13 +142,12 @@ class CounterFile:
         return self.file.cas64(off, IN_FLIGHT | tag << 32, held_word(self.self_peer()) | tag << 32)
 
     def release(self, slot, tag):
+        """HELD(self)|tag -> RELEASED|tag, counted and the collector woken, in one native call."""
         off = self._slot(slot)
         if self._peer < 0:
             return False
-        if self.file.cas64(off, held_word(self._peer) | tag << 32, RELEASED | tag << 32):
-            self._released()
-            return True
-        return False
+        return native.counter_release(self.file.addr, off, held_word(self._peer) | tag << 32, RELEASED | tag << 32,
+                                      RELEASES, COLLECTOR_WAITING) == 1
 
     def cancel(self, slot, tag):
         """IN_FLIGHT|tag -> RELEASED|tag: a message that will never be received."""

@@ -36,7 +36,7 @@ class TensorLayout:
     """How a block is read as a tensor: dtype, shape, strides and storage offset, both in
     elements and relative to the block (as in PyTorch). Sane by construction (section 7.4):
     nothing negative, rank <= 16, and no 64-bit overflow anywhere; ValueError otherwise."""
-    __slots__ = ("dtype", "shape", "strides", "storage_offset")
+    __slots__ = ("dtype", "shape", "strides", "storage_offset", "_count", "_span", "_contiguous")
 
     def __init__(self, dtype, shape, strides=None, storage_offset=0):
         self.dtype = dtype if isinstance(dtype, dtypes.DType) else dtypes.of(dtype)
@@ -62,6 +62,11 @@ class TensorLayout:
         if last > _I64_MAX or (last + 1) * self.dtype.itemsize > _I64_MAX:
             raise ValueError("addressed range of shape %s, strides %s, storage offset %d overflows 64 bits"
                              % (list(self.shape), list(self.strides), self.storage_offset))
+        # a layout never changes: what the hot paths ask of it is worked out once, here
+        empty = 0 in self.shape
+        self._count = 0 if empty else count
+        self._span = (self.storage_offset if empty else last + 1) * self.dtype.itemsize
+        self._contiguous = empty or self._dense()
 
     def _last_index(self):
         last = self.storage_offset
@@ -71,34 +76,30 @@ class TensorLayout:
                 return last
         return last
 
-    @property
-    def rank(self):
-        return len(self.shape)
-
-    def is_empty(self):
-        return any(d == 0 for d in self.shape)
-
-    def element_count(self):
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    def byte_span(self):
-        """Bytes of the block the layout needs (section 7.4)."""
-        if self.is_empty():
-            return self.storage_offset * self.dtype.itemsize
-        return (self._last_index() + 1) * self.dtype.itemsize
-
-    def is_contiguous(self):
-        if self.is_empty():
-            return True
+    def _dense(self):
         expected = 1
         for d, s in zip(reversed(self.shape), reversed(self.strides)):
             if d != 1 and s != expected:
                 return False
             expected *= d
         return True
+
+    @property
+    def rank(self):
+        return len(self.shape)
+
+    def is_empty(self):
+        return self._count == 0
+
+    def element_count(self):
+        return self._count
+
+    def byte_span(self):
+        """Bytes of the block the layout needs (section 7.4)."""
+        return self._span
+
+    def is_contiguous(self):
+        return self._contiguous
 
     def __eq__(self, other):
         return (isinstance(other, TensorLayout) and self.dtype is other.dtype and self.shape == other.shape
@@ -140,8 +141,9 @@ def _name_problem(name):
 class Descriptor:
     """What a message carries to share one block; consistent by construction (ValueError
     otherwise), so that every Descriptor encodes and decodes back to itself."""
-    __slots__ = ("backend", "segment_name", "segment_size", "offset", "length", "memory_handle",
-                 "counter_file_name", "slot", "event_handle", "tensor", "sender_pid", "sender_start_ticks")
+    FIELDS = ("backend", "segment_name", "segment_size", "offset", "length", "memory_handle", "counter_file_name",
+              "slot", "event_handle", "tensor", "sender_pid", "sender_start_ticks")
+    __slots__ = FIELDS + ("_tag",)
 
     def __init__(self, backend, segment_name, segment_size, offset, length, counter_file_name, slot,
                  tensor=None, sender_pid=1, sender_start_ticks=0, memory_handle=b"", event_handle=b""):
@@ -157,6 +159,7 @@ class Descriptor:
         self.tensor = tensor
         self.sender_pid = sender_pid
         self.sender_start_ticks = sender_start_ticks
+        self._tag = None
         if backend not in _BACKENDS:
             raise ValueError("unknown backend %r" % (backend,))
         for what, name in (("segment name", segment_name), ("counter file name", counter_file_name)):
@@ -195,11 +198,24 @@ class Descriptor:
                           self.counter_file_name, self.slot, tensor, self.sender_pid, self.sender_start_ticks,
                           self.memory_handle, self.event_handle)
 
+    def with_slot(self, slot):
+        """This descriptor for another token of the same block (``slot`` >= 0, checked by the caller)."""
+        d = object.__new__(Descriptor)
+        d.backend, d.segment_name, d.segment_size = self.backend, self.segment_name, self.segment_size
+        d.offset, d.length, d.memory_handle = self.offset, self.length, self.memory_handle
+        d.counter_file_name, d.slot, d.event_handle = self.counter_file_name, slot, self.event_handle
+        d.tensor, d.sender_pid, d.sender_start_ticks = self.tensor, self.sender_pid, self.sender_start_ticks
+        d._tag = self.range_tag()
+        return d
+
     def range_tag(self):
-        return range_tag(self.offset, self.length, self.segment_name)
+        t = self._tag
+        if t is None:
+            t = self._tag = range_tag(self.offset, self.length, self.segment_name)
+        return t
 
     def __eq__(self, other):
-        return isinstance(other, Descriptor) and all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+        return isinstance(other, Descriptor) and all(getattr(self, f) == getattr(other, f) for f in self.FIELDS)
 
     def __hash__(self):
         return hash((self.segment_name, self.offset, self.length, self.counter_file_name, self.slot))
@@ -350,6 +366,39 @@ def decode(data, names=None):
                 raise _bad("%s %r is refused by the name check (not a file name of this refshare directory)"
                            % (what, name))
     return d
+
+
+class Decoder:
+    """``decode`` for one receiver, remembering what it decoded. A process receives tokens of the
+    same few blocks again and again (a pool reuses its blocks), and their descriptors differ only
+    in the slot: an entry is keyed by the exact bytes with the slot left out, so a hit returns
+    exactly what ``decode`` would, without parsing and checking it all again."""
+    SLOT = struct.Struct("<i")
+    SLOT_AT = 20
+
+    def __init__(self, names=None, entries=1024):
+        self._names = names
+        self._entries = entries
+        self._seen = {}
+
+    def decode(self, data):
+        try:
+            b = bytes(data)  # one private copy: a peer rewriting shared memory cannot race the checks
+        except (TypeError, ValueError, BufferError):
+            return decode(data, self._names)  # it raises the documented error
+        if len(b) < HEADER_BYTES:
+            return decode(b, self._names)
+        key = b[:self.SLOT_AT] + b[self.SLOT_AT + 4:]
+        known = self._seen.get(key)
+        if known is not None:
+            slot = self.SLOT.unpack_from(b, self.SLOT_AT)[0]
+            if slot >= 0:
+                return known.with_slot(slot)
+        d = decode(b, self._names)
+        if len(self._seen) >= self._entries:
+            self._seen.clear()  # a bounded memo: senders' blocks change slowly
+        self._seen[key] = d
+        return d
 
 
 def _ascii(b, at, n, what):

@@ -87,6 +87,9 @@ def _load(blocking):
         "rs_futex_wait": ([u64, i32, i64], c_int), "rs_futex_wake": ([u64, i32], c_int),
         "rs_release_all_held": ([u64, i64, i64], i64), "rs_count_low": ([u64, i64, i64], i64),
         "rs_copy": ([u64, u64, i64], None), "rs_prefault": ([u64, i64, i64], None),
+        "rs_queue_claim": ([u64, u64], c_int), "rs_queue_free": ([u64, i64, i64], None),
+        "rs_queue_offer": ([u64, ctypes.c_char_p, i64], c_int),
+        "rs_counter_release": ([u64, i64, i64, i64, i64, i64], c_int),
     }
     for name, (args, res) in sigs.items():
         fn = getattr(lib, name)
@@ -116,3 +119,19 @@ release_all_held = lib.rs_release_all_held
 count_low = lib.rs_count_low
 copy = lib.rs_copy
 prefault = lib.rs_prefault
+queue_claim = lib.rs_queue_claim
+queue_free = lib.rs_queue_free
+queue_offer = lib.rs_queue_offer
+counter_release = lib.rs_counter_release
+
+
+class QueueHandle(ctypes.Structure):
+    """What the queue's one-call paths need of a handle (``rs_queue`` in _native.c): the mapping,
+    the ring's geometry, the handle's participant index and the offset of the count it keeps
+    (offered for ``queue_offer``, taken for ``queue_free``). Pass ``address`` to those calls."""
+    _fields_ = [("base", ctypes.c_uint64), ("cells", ctypes.c_int64), ("capacity", ctypes.c_int64),
+                ("cell_length", ctypes.c_int64), ("entry", ctypes.c_int64), ("counter", ctypes.c_int64)]
+
+    @property
+    def address(self):
+        return ctypes.addressof(self)

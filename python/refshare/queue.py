@@ -1,6 +1,7 @@
 """Queues: a bounded multi-producer multi-consumer ring of descriptors in a shared file, with
 futex wake-ups, recovery of dead claimants and stream semantics (docs/protocol.md section 9;
 Java: io.refshare.channel.ShmQueue, ShareQueue, Participants, Recovery, QueueSignal)."""
+import ctypes
 import os
 import sys
 import time
@@ -98,6 +99,14 @@ class TensorQueue:
         self._dead_cache = set()
         self._owner = shm.ProcessIdentity(f.load64(16), f.load64(24))
         self._entry = self._attach()
+        # the one-call hot paths (native.queue_offer, queue_claim, queue_free) and their out array
+        self._offering = native.QueueHandle(f.addr, self._cells, self.capacity, self._cell_len, self._entry,
+                                            self._e(self._entry, E_OFFERED))
+        self._taking = native.QueueHandle(f.addr, self._cells, self.capacity, self._cell_len, self._entry,
+                                          self._e(self._entry, E_TAKEN))
+        self._offering_at, self._taking_at = self._offering.address, self._taking.address
+        self._claimed = (ctypes.c_int64 * 3)()
+        self._claimed_at = ctypes.addressof(self._claimed)
 
     # ---------------------------------------------------------------- create / open
 
@@ -251,37 +260,15 @@ class TensorQueue:
     # ---------------------------------------------------------------- producing
 
     def _try_put(self, payload):
-        f = self._f
-        if f.load32(CLOSED) != 0:
+        """One attempt to put (section 9.3): True, or _NO_ROOM when the queue is full."""
+        r = native.queue_offer(self._offering_at, payload, len(payload))
+        if r == 1:
+            return True
+        if r == 0:
+            return _NO_ROOM
+        if r == 2:
             raise QueueClosedError("queue %s: the stream has ended" % self.name)
-        skipped = 0
-        while True:
-            t = f.load64(TAIL) & M64
-            cell = self._cell(t)
-            w = f.load64(cell) & M64
-            d = _dist(w, t)
-            if d == 0 and _state(w) == FREE:
-                if f.cas64(cell, w, _word(t, WRITING, self._entry)):
-                    f.cas64(TAIL, t, t + 1)
-                    if f.load32(CLOSED) != 0:
-                        f.store64(cell, _word(t + self.capacity))
-                        self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
-                        raise QueueClosedError("queue %s: the stream has ended" % self.name)
-                    native.store32(f.addr + cell + 8, len(payload))
-                    f.write(cell + 16, payload)
-                    f.store64(cell, _word(t, FULL))
-                    f.fetch_add64(self._e(self._entry, E_OFFERED), 1)
-                    self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
-                    if f.load32(PRODUCERS_SLEEPING) > 0 and self._room_at_tail():
-                        self._signal(NOT_FULL_SEQ, PRODUCERS_SLEEPING)
-                    return True
-            elif d < 0:
-                return _NO_ROOM
-            elif f.cas64(TAIL, t, t + 1) and d > 0:
-                skipped += 1
-                if skipped > 2 * self.capacity:
-                    raise InvalidDataError("queue %s is corrupt: cells ahead of the tail by more than two laps"
-                                           % self.name)
+        raise InvalidDataError("queue %s is corrupt: cells ahead of the tail by more than two laps" % self.name)
 
     def offer_bytes(self, payload, timeout=None):
         """Puts one message, waiting up to ``timeout`` seconds (None: forever); False on timeout."""
@@ -289,6 +276,7 @@ class TensorQueue:
         self._offered = True
         if not 1 <= len(payload) <= self.max_message:
             raise ValueError("message of %d bytes; this queue takes 1..%d" % (len(payload), self.max_message))
+        payload = bytes(payload)  # one private copy, as the native put reads it
         self._set_role(ROLE_PRODUCER)
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -337,35 +325,24 @@ class TensorQueue:
     # ---------------------------------------------------------------- consuming
 
     def _try_take(self, receive):
-        f = self._f
-        skipped = 0
-        while True:
-            closed = f.load32(CLOSED)
-            h = f.load64(HEAD) & M64
-            cell = self._cell(h)
-            w = f.load64(cell) & M64
-            d = _dist(w, h)
-            s = _state(w)
-            if d == 0 and s == FULL:
-                if f.cas64(cell, w, _word(h, READING, self._entry)):
-                    f.cas64(HEAD, h, h + 1)
-                    return self._deliver(cell, h, receive)
-            elif d < 0 or (d == 0 and s != READING):
-                if closed != 0 and not (d == 0 and s == WRITING):
-                    return _DRAINED
-                return _EMPTY
-            elif f.cas64(HEAD, h, h + 1) and d > 0:
-                skipped += 1
-                if skipped > 2 * self.capacity:
-                    raise InvalidDataError("queue %s is corrupt: cells ahead of the head by more than two laps"
-                                           % self.name)
+        """One attempt to take (section 9.4): the delivered result, _EMPTY or _DRAINED."""
+        r = native.queue_claim(self._taking_at, self._claimed_at)
+        if r == 1:
+            cell, pos, n = self._claimed
+            return self._deliver(cell, pos, receive, n)
+        if r == 0:
+            return _EMPTY
+        if r == 2:
+            return _DRAINED
+        raise InvalidDataError("queue %s is corrupt: cells ahead of the head by more than two laps" % self.name)
 
-    def _deliver(self, cell, pos, receive):
+    def _deliver(self, cell, pos, receive, n=None):
         """Receives the message of the cell we claimed (READING) and frees the cell."""
         f = self._f
         result = _REJECTED
         try:
-            n = f.load32(cell + 8)
+            if n is None:
+                n = f.load32(cell + 8)
             if n < 0 or n > self.max_message:
                 f.fetch_add64(REJECTED, 1)
                 self._warn("a message with the impossible length %d" % n)
@@ -382,11 +359,7 @@ class TensorQueue:
                     self._warn("rejected a message: %s" % e)
         finally:
             if cell is not None:
-                f.store64(cell, _word(pos + self.capacity))
-                self._signal(NOT_FULL_SEQ, PRODUCERS_SLEEPING)
-                f.fetch_add64(self._e(self._entry, E_TAKEN), 1)
-                if f.load32(CONSUMERS_SLEEPING) > 0 and self._message_at_head():
-                    self._signal(NOT_EMPTY_SEQ, CONSUMERS_SLEEPING)
+                native.queue_free(self._taking_at, cell, pos)
         return result
 
     def _give_back(self, cell, pos):

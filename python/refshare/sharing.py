@@ -33,6 +33,7 @@ class Sharing:
         self.allocator = Allocator(directory)
         # lock order: this lock, then the pool's; never the other way round
         self._lock = threading.RLock()
+        self._decoder = dc.Decoder(directory.is_ours)
         self._pool = CounterFilePool(directory, COUNTER_SLOTS if counter_slots is None else counter_slots,
                                      COUNTER_PEERS if counter_peers is None else counter_peers)
         self._limbo = []            # HeldBlocks dropped while tokens of theirs are out
@@ -109,9 +110,8 @@ class Sharing:
 
     # ---------------------------------------------------------------- receiving
 
-    def _counter(self, name, reserve=False):
-        """Our own counter file of this name, else the foreign one, mapped once; ``reserve``
-        counts a token about to be claimed in a foreign file, so it stays mapped meanwhile."""
+    def _counter(self, name):
+        """Our own counter file of this name, else the foreign one, mapped once."""
         with self._lock:
             if self._closed:
                 raise RefshareError("the Refshare is closed")
@@ -123,8 +123,6 @@ class Sharing:
                 self.dir.resolve(name, "cnt")
                 c = CounterFile.open(self.dir, name)
                 self._counters[name] = c
-            if reserve:
-                self._held[name] += 1
             return c
 
     def _drop_finished_counters(self):
@@ -149,7 +147,7 @@ class Sharing:
     def receive(self, data):
         """Claims the reference ``data`` (descriptor bytes) carries; a Tensor over its block."""
         self._drop_finished_counters()
-        d = data if isinstance(data, dc.Descriptor) else dc.decode(data, self.dir.is_ours)
+        d = data if isinstance(data, dc.Descriptor) else self._decoder.decode(data)
         if d.backend != dc.BACKEND_HOST:
             raise RefshareError("a CUDA descriptor cannot be received by the Python package (host memory only); "
                                 "the token was not claimed")
@@ -159,39 +157,34 @@ class Sharing:
         if d.offset < HEADER_BYTES:
             raise InvalidDataError("block offset %d lies in the segment header (< %d)" % (d.offset, HEADER_BYTES))
         self.dir.hold_life_lock()
-        cnt = self._counter(d.counter_file_name, reserve=True)
-        own = cnt.file.created
-        try:
+        tag = d.range_tag()
+        tensor_layout = d.tensor if d.tensor is not None else dc.TensorLayout("uint8", (d.length,))
+        with self._lock:  # one hold for the whole claim: nothing we map can be dropped meanwhile
+            if self._closed:
+                raise RefshareError("the Refshare is closed")
+            cnt = self._counter(d.counter_file_name)
             if cnt.owner != (d.sender_pid, d.sender_start_ticks):
                 raise InvalidDataError("descriptor from %r names counter file %s of %r: a sender may only name its "
                                        "own" % (shm.ProcessIdentity(d.sender_pid, d.sender_start_ticks), cnt.name,
                                                 cnt.owner))
-            tensor_layout = d.tensor if d.tensor is not None else dc.TensorLayout("uint8", (d.length,))
             segment = self.map_segment(d)
+            own = cnt.file.created
             try:
-                tag = d.range_tag()
-                with self._lock:
-                    if self._closed:
-                        raise RefshareError("the Refshare is closed")
-                    if own:  # our own message: the file is ours while its token is in flight
-                        claimed = self._pool.call(cnt, lambda: self._claim(cnt, d.slot, tag), False)
-                    else:
-                        claimed = self._claim(cnt, d.slot, tag)
+                if own:  # our own message: the file is ours while its token is in flight
+                    claimed = self._pool.call(cnt, lambda: self._claim(cnt, d.slot, tag), False)
+                else:
+                    claimed = self._claim(cnt, d.slot, tag)
                 if not claimed:
                     raise InvalidDataError("token %s#%d is not in flight for this block (already received, "
                                            "returned, or presented with another range)" % (cnt.name, d.slot))
             except BaseException:
                 self._segment_done(d.segment_name)
                 raise
-        except BaseException:
             if not own:
-                with self._lock:
-                    self._held[cnt.name] -= 1
-            raise
+                self._held[cnt.name] += 1  # keeps the file mapped until the token goes back
+            self.received += 1
         h = HeldBlock(self, segment, d.offset, d.length, None, (cnt, d.slot, tag))
         h.refs = 1
-        with self._lock:
-            self.received += 1
         return Tensor(h, tensor_layout, writable=False)
 
     @staticmethod
@@ -269,7 +262,7 @@ class Sharing:
                 else:
                     cnt.release(slot, tag)
                     self._held[cnt.name] -= 1
-            self._segment_done(h.segment.name)
+                self._segment_done(h.segment.name)
 
     def collect(self):
         """Frees limbo blocks whose every token came back; the number freed."""
