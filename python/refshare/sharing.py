@@ -115,10 +115,12 @@ class Sharing:
         with self._lock:
             if self._closed:
                 raise RefshareError("the Refshare is closed")
+            c = self._counters.get(name)  # foreign files first: a consumer asks here for every message
+            if c is not None:
+                return c
             own = self._pool.own_file(name)
             if own is not None:
                 return own
-            c = self._counters.get(name)
             if c is None:
                 self.dir.resolve(name, "cnt")
                 c = CounterFile.open(self.dir, name)
@@ -234,6 +236,9 @@ class Sharing:
         with self._lock:
             if self._closed:
                 return  # everything was given back and unmapped when this Sharing closed
+            if h.token is not None and not h.sent:
+                self._return_token(h)  # received and not passed on: the common case, in one hold
+                return
             if h.sent:
                 h.sent[:] = self._pool.settle(h.sent)
             pending = bool(h.sent)  # decided here: once in the limbo the collector may finish it
@@ -253,16 +258,19 @@ class Sharing:
             finally:
                 self._segment_done(h.segment.name)
         else:
-            cnt, slot, tag = h.token
             with self._lock:
-                if self._closed:
-                    return  # close gave back every token we held and unmapped the files
-                if cnt.file.created:  # a message of our own: the pool may remove the file meanwhile
-                    self._pool.call(cnt, lambda: cnt.release(slot, tag))
-                else:
-                    cnt.release(slot, tag)
-                    self._held[cnt.name] -= 1
-                self._segment_done(h.segment.name)
+                if not self._closed:  # else close gave back every token we held and unmapped the files
+                    self._return_token(h)
+
+    def _return_token(self, h):
+        """Releases a received block's token (under the lock, while open)."""
+        cnt, slot, tag = h.token
+        if cnt.file.created:  # a message of our own: the pool may remove the file meanwhile
+            self._pool.call(cnt, lambda: cnt.release(slot, tag))
+        else:
+            cnt.release(slot, tag)
+            self._held[cnt.name] -= 1
+        self._segment_done(h.segment.name)
 
     def collect(self):
         """Frees limbo blocks whose every token came back; the number freed."""

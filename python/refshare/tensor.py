@@ -110,7 +110,10 @@ class Tensor:
                 # the common case, about twice as fast as the general constructor below
                 start = self._block.offset + lay.storage_offset * size
                 arr = self._block.segment.file.view[start:start + lay.element_count() * size]
-                arr = arr.view(lay.dtype.numpy).reshape(lay.shape)
+                if size != 1 or lay.dtype.numpy != arr.dtype:
+                    arr = arr.view(lay.dtype.numpy)
+                if len(lay.shape) != 1:
+                    arr = arr.reshape(lay.shape)
                 if not self._writable:
                     arr.flags.writeable = False
                 self._array = arr
