@@ -275,3 +275,7 @@ int rs_counter_release(uintptr_t file, int64_t slot_offset, int64_t expected, in
     }
     return 1;
 }
+
+/* What a waiting consumer (producer) polls for: a message at the head (room at the tail), or the end. */
+int rs_queue_message_at_head(const rs_queue *q) { return q_message_at_head(q); }
+int rs_queue_room_at_tail(const rs_queue *q) { return q_room_at_tail(q); }

@@ -139,7 +139,7 @@ class CounterFile:
     def claim(self, slot, tag):
         """IN_FLIGHT|tag -> HELD(self)|tag; False when not in flight with that tag."""
         off = self._slot(slot)
-        return self.file.cas64(off, IN_FLIGHT | tag << 32, held_word(self.self_peer()) | tag << 32)
+        return native.cas64(self.file.addr + off, IN_FLIGHT | tag << 32, held_word(self.self_peer()) | tag << 32) != 0
 
     def release(self, slot, tag):
         """HELD(self)|tag -> RELEASED|tag, counted and the collector woken, in one native call."""

@@ -382,10 +382,9 @@ class Decoder:
         self._seen = {}
 
     def decode(self, data):
-        try:
-            b = bytes(data)  # one private copy: a peer rewriting shared memory cannot race the checks
-        except (TypeError, ValueError, BufferError):
-            return decode(data, self._names)  # it raises the documented error
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            return decode(data, self._names)  # its checks and errors, whatever ``data`` is
+        b = bytes(data)  # one private copy: a peer rewriting shared memory cannot race the checks
         if len(b) < HEADER_BYTES:
             return decode(b, self._names)
         key = b[:self.SLOT_AT] + b[self.SLOT_AT + 4:]

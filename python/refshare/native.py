@@ -89,6 +89,7 @@ def _load(blocking):
         "rs_copy": ([u64, u64, i64], None), "rs_prefault": ([u64, i64, i64], None),
         "rs_queue_claim": ([u64, u64], c_int), "rs_queue_free": ([u64, i64, i64], None),
         "rs_queue_offer": ([u64, ctypes.c_char_p, i64], c_int),
+        "rs_queue_message_at_head": ([u64], c_int), "rs_queue_room_at_tail": ([u64], c_int),
         "rs_counter_release": ([u64, i64, i64, i64, i64, i64], c_int),
     }
     for name, (args, res) in sigs.items():
@@ -122,6 +123,8 @@ prefault = lib.rs_prefault
 queue_claim = lib.rs_queue_claim
 queue_free = lib.rs_queue_free
 queue_offer = lib.rs_queue_offer
+queue_message_at_head = lib.rs_queue_message_at_head
+queue_room_at_tail = lib.rs_queue_room_at_tail
 counter_release = lib.rs_counter_release
 
 

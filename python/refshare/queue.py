@@ -248,14 +248,10 @@ class TensorQueue:
         return self._cells + (pos % self.capacity) * self._cell_len
 
     def _message_at_head(self):
-        h = self._f.load64(HEAD) & M64
-        w = self._f.load64(self._cell(h)) & M64
-        return (_dist(w, h) == 0 and _state(w) == FULL) or self._f.load32(CLOSED) != 0
+        return native.queue_message_at_head(self._taking_at) != 0
 
     def _room_at_tail(self):
-        t = self._f.load64(TAIL) & M64
-        w = self._f.load64(self._cell(t)) & M64
-        return (_dist(w, t) == 0 and _state(w) == FREE) or self._f.load32(CLOSED) != 0
+        return native.queue_room_at_tail(self._offering_at) != 0
 
     # ---------------------------------------------------------------- producing
 
@@ -347,7 +343,7 @@ class TensorQueue:
                 f.fetch_add64(REJECTED, 1)
                 self._warn("a message with the impossible length %d" % n)
             else:
-                payload = f.read(cell + 16, n)
+                payload = f.buffer()[cell + 16:cell + 16 + n]  # a copy (mmap slices are bytes)
                 try:
                     result = receive(payload)
                 except ResourceLimitError:

@@ -148,7 +148,8 @@ class Sharing:
 
     def receive(self, data):
         """Claims the reference ``data`` (descriptor bytes) carries; a Tensor over its block."""
-        self._drop_finished_counters()
+        if time.monotonic() >= self._next_counter_check:
+            self._drop_finished_counters()
         d = data if isinstance(data, dc.Descriptor) else self._decoder.decode(data)
         if d.backend != dc.BACKEND_HOST:
             raise RefshareError("a CUDA descriptor cannot be received by the Python package (host memory only); "

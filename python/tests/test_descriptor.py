@@ -134,6 +134,39 @@ def test_random_mutations_raise_only_invalid_data_errors():
     assert 0 < accepted < 20000
 
 
+def _outcome(decode, b):
+    try:
+        d = decode(b)
+        return "ok", [getattr(d, f) for f in dc.Descriptor.FIELDS], dc.encode(d)
+    except InvalidDataError as e:
+        return "refused", str(e)
+
+
+def test_the_decoder_memo_answers_exactly_as_decode():
+    """A Decoder remembers descriptors by their bytes without the slot: each answer, from the
+    memo or not, must be what decode gives (a mutated slot, negative ones included, and every
+    other byte changed), and the memo stays bounded."""
+    rng = random.Random(5)
+    known = [dc.encode(host(dc.TensorLayout("float32", (4, 4)))), dc.encode(host())]
+    decoder = dc.Decoder(entries=8)
+    for b in known:
+        decoder.decode(b)
+    hits = 0
+    for i in range(5000):
+        b = bytearray(rng.choice(known))
+        if i % 2:
+            b[20:24] = struct.pack("<i", rng.choice([0, 1, 9999, (1 << 31) - 1, -1, -(1 << 31)]))
+        else:
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        b = bytes(b)
+        hits += b[:20] + b[24:] in decoder._seen
+        assert _outcome(decoder.decode, b) == _outcome(dc.decode, b)
+        assert len(decoder._seen) <= 8
+    assert hits > 2000
+    for junk in (b"", b"RFSD", None, 42):
+        assert _outcome(decoder.decode, junk) == _outcome(dc.decode, junk)
+
+
 def _fixtures(kind):
     files = sorted(glob.glob(os.path.join(CONFORMANCE, "descriptors", kind, "*.json")))
     if not files:

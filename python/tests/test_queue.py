@@ -347,6 +347,24 @@ def test_garbage_messages_are_rejected_and_the_queue_serves_on(shmdir):
         q.close()
 
 
+def test_cells_two_laps_ahead_are_corruption_not_a_hang(shmdir):
+    """A queue whose every cell claims a position two laps ahead (a hostile writer): take and
+    put each answer InvalidDataError instead of skipping forever."""
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        for c in range(q.capacity):
+            q._f.store64(q._cell(c), qm._word(c + 3 * q.capacity, qm.FREE))
+        with pytest.raises(refshare.InvalidDataError, match="ahead of the tail"):
+            q.offer_bytes(b"x", 0)
+        for c in range(q.capacity):
+            q._f.store64(q._cell(c), qm._word(c + 3 * q.capacity, qm.FULL))
+        with pytest.raises(refshare.InvalidDataError, match="ahead of the head"):
+            q.poll(0)
+        for c in range(q.capacity):  # repaired, so that close finds a queue it can drain
+            q._f.store64(q._cell(c), qm._word(q._f.load64(qm.TAIL) + c))
+        q.close()
+
+
 def test_timeouts_hold(shmdir):
     with refshare.open(directory=shmdir) as rs, rs.create_queue(capacity=1) as q:
         for timeout in (0.0, 0.05, 0.2):
