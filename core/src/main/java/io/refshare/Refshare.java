@@ -1,6 +1,8 @@
 package io.refshare;
 
+import io.refshare.channel.ShareQueue;
 import io.refshare.cuda.CudaSharing;
+import io.refshare.holder.SharedHolder;
 import io.refshare.inspect.Janitor;
 import io.refshare.share.ReceivedBlock;
 import io.refshare.share.Sharing;
@@ -64,7 +66,7 @@ public final class Refshare implements AutoCloseable {
         try {
             var report = Janitor.sweep(sharing.directory(), false);
             if (!report.removed().isEmpty()) {
-                System.getLogger(Refshare.class.getName()).log(System.Logger.Level.INFO,
+                System.getLogger(Refshare.class.getName()).log(System.Logger.Level.DEBUG,
                         "removed {0} files left by dead processes in {1}", report.removed().size(),
                         sharing.directory());
             }
@@ -129,12 +131,62 @@ public final class Refshare implements AutoCloseable {
 
     /** Counts one reference for a message carrying {@code tensor} and returns the message. */
     public byte[] share(Tensor tensor) {
-        return DescriptorCodec.encode(describe(tensor));
+        return DescriptorCodec.encode(shareDescriptor(tensor));
     }
 
-    /** Like {@link #share} but returns the descriptor before encoding. */
-    public Descriptor describe(Tensor tensor) {
+    /**
+     * Like {@link #share}, counting one reference just the same, but returns the descriptor
+     * before encoding (for transports that carry its fields themselves). A descriptor that is
+     * never received must be given back with {@link #cancel(byte[])} on its encoding.
+     */
+    public Descriptor shareDescriptor(Tensor tensor) {
         return sharing.share(tensor.storage(), tensor.layout());
+    }
+
+    // ---------------------------------------------------------------- queues and holders
+
+    /**
+     * Creates a queue holding at most {@code capacity} messages (as {@link ShareQueue#create});
+     * other processes open it by its {@link ShareQueue#name()}.
+     *
+     * @throws IllegalStateException when this instance is closed
+     */
+    public ShareQueue createQueue(int capacity) {
+        return ShareQueue.create(this, capacity);
+    }
+
+    /**
+     * Opens a queue another process created (as {@link ShareQueue#open}).
+     *
+     * @throws IllegalStateException when this instance is closed
+     * @throws RefshareException     when there is no such queue or its file is unusable
+     */
+    public ShareQueue openQueue(String name) {
+        return ShareQueue.open(this, name);
+    }
+
+    /**
+     * Creates an empty holder (as {@link SharedHolder#create(Refshare)}).
+     *
+     * @throws IllegalStateException when this instance is closed
+     */
+    public SharedHolder createHolder() {
+        return SharedHolder.create(this);
+    }
+
+    /**
+     * Opens a holder another process created (as {@link SharedHolder#open}).
+     *
+     * @throws IllegalStateException when this instance is closed
+     * @throws RefshareException     when there is no such holder or its file is unusable
+     */
+    public SharedHolder openHolder(String name) {
+        return SharedHolder.open(this, name);
+    }
+
+    /** True once {@link #close()} was called. */
+    public boolean isClosed() {
+        return closed.get();
     }
 
     /**

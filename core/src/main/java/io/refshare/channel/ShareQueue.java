@@ -6,6 +6,7 @@ import io.refshare.ResourceLimitException;
 import io.refshare.tensor.Tensor;
 import io.refshare.wire.DescriptorCodec;
 
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
@@ -47,10 +48,13 @@ import java.util.concurrent.atomic.LongAdder;
  * removes the queue's name, so no new handle can open it.
  *
  * <h2>Counts</h2>
- * A put that fails (timeout, ended stream) returns its reference at once. The last
- * producer-side handle to close, if it finds no consumer attached, ends the stream and
- * returns the references of every message still queued, so the producers' memory comes
- * back; with a consumer attached they stay for it. A message that cannot be received
+ * A put that fails (timeout, ended stream) returns its reference at once. A producer-side
+ * handle's close first waits (up to {@link #DEFAULT_LINGER}, or what {@link #close(Duration)}
+ * is given) while messages are queued, for consumers to take them, also consumers that attach
+ * only then. The last producer-side handle to close, if it then finds no consumer attached,
+ * ends the stream and returns the references of every message still queued (logging a warning
+ * with their number: nothing is dropped silently), so the producers' memory comes back; with a
+ * consumer attached they stay for it. A message that cannot be received
  * (garbage, a sender lying about its identity, already received) is rejected, logged (at
  * most one warning per 10 s, with the count of those left out) and counted in
  * {@link #rejected()}; the queue goes on serving. A message this process cannot take
@@ -74,6 +78,9 @@ public final class ShareQueue implements AutoCloseable {
     /** Pause between attempts once a poll has met that many rejections in a row. */
     private static final long PAUSE_AFTER_REJECTIONS_NANOS = 5_000_000L;
 
+    /** How long {@link #close()} waits for queued messages to be taken. */
+    public static final Duration DEFAULT_LINGER = Duration.ofSeconds(10);
+
     private final Refshare refshare;
     private final ShmQueue queue;
     private final boolean creator;
@@ -89,15 +96,31 @@ public final class ShareQueue implements AutoCloseable {
         this.creator = creator;
     }
 
-    /** Creates a queue holding at most {@code capacity} messages; other processes open it by {@link #name()}. */
+    /**
+     * Creates a queue holding at most {@code capacity} messages; other processes open it by {@link #name()}.
+     *
+     * @throws IllegalStateException when {@code refshare} is closed
+     */
     public static ShareQueue create(Refshare refshare, int capacity) {
+        requireOpen(refshare);
         return new ShareQueue(refshare, ShmQueue.create(refshare.sharing().directory(), capacity,
                 DescriptorCodec.MAX_ENCODED_BYTES), true);
     }
 
-    /** Opens a queue another process created. */
+    /**
+     * Opens a queue another process created.
+     *
+     * @throws IllegalStateException when {@code refshare} is closed
+     */
     public static ShareQueue open(Refshare refshare, String name) {
+        requireOpen(refshare);
         return new ShareQueue(refshare, ShmQueue.open(refshare.sharing().directory(), name), false);
+    }
+
+    private static void requireOpen(Refshare refshare) {
+        if (refshare.isClosed()) {
+            throw new IllegalStateException("the Refshare is closed: open a new one to create or open queues");
+        }
     }
 
     public String name() {
@@ -193,9 +216,21 @@ public final class ShareQueue implements AutoCloseable {
         return queue.stats();
     }
 
-    /** See the class comment. */
+    /** {@link #close(Duration)} with {@link #DEFAULT_LINGER}. */
     @Override
     public void close() {
+        close(DEFAULT_LINGER);
+    }
+
+    /**
+     * Detaches this handle (see the class comment). A handle on the producer side first waits,
+     * up to {@code linger}, while messages it or others put are still queued, so that consumers,
+     * also ones that have not attached yet, can take them: once this process closes its
+     * {@code Refshare}, messages not yet received could no longer be. If it is then the producer
+     * side's last handle and no consumer is attached, the stream ends and the messages left are
+     * returned, with a warning naming how many. {@code Duration.ZERO} does not wait. Idempotent.
+     */
+    public void close(Duration linger) {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
@@ -203,15 +238,31 @@ public final class ShareQueue implements AutoCloseable {
             if (creator) {
                 queue.markClosed();
             }
-            if ((creator || offered) && queue.lastProducerWithoutConsumer()) {
-                queue.markClosed(); // nobody is left to put, nobody is there to take
-                int returned = queue.drain(this::returnUndelivered);
-                if (returned > 0) {
-                    LOG.log(System.Logger.Level.DEBUG, "{0}: returned {1} undelivered messages", queue.name(), returned);
+            if (creator || offered) {
+                lingerWhileQueued(linger);
+                if (queue.lastProducerWithoutConsumer()) {
+                    queue.markClosed(); // nobody is left to put, nobody is there to take
+                    int returned = queue.drain(this::returnUndelivered);
+                    if (returned > 0) {
+                        LOG.log(System.Logger.Level.WARNING, "{0}: closed with {1} messages no consumer took within "
+                                + "{2} ms; their references were returned", queue.name(), returned, linger.toMillis());
+                    }
                 }
             }
         } finally {
             queue.close();
+        }
+    }
+
+    private void lingerWhileQueued(Duration linger) {
+        long deadline = System.nanoTime() + linger.toNanos();
+        while (queue.stats().size() > 0 && System.nanoTime() - deadline < 0) {
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
         }
     }
 

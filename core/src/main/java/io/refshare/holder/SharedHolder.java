@@ -176,6 +176,7 @@ public final class SharedHolder implements AutoCloseable {
     }
 
     static SharedHolder create(Refshare refshare, int versionSlots, int readerProcesses, int drainAt) {
+        requireOpen(refshare);
         Geometry g = new Geometry(versionSlots, readerProcesses);
         ShmFile f = refshare.sharing().directory().create(ShmKind.HOLDER, g.fileLength());
         try {
@@ -191,12 +192,19 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
+    private static void requireOpen(Refshare refshare) {
+        if (refshare.isClosed()) {
+            throw new IllegalStateException("the Refshare is closed: open a new one to create or open holders");
+        }
+    }
+
     /** Opens a holder another process (or this one) created, by its {@link #name()}. */
     public static SharedHolder open(Refshare refshare, String name) {
         return open(refshare, name, HolderWord.DEFAULT_DRAIN_AT);
     }
 
     static SharedHolder open(Refshare refshare, String name, int drainAt) {
+        requireOpen(refshare);
         ShmFile f = refshare.sharing().directory().open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH);
         try {
             Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
@@ -261,7 +269,7 @@ public final class SharedHolder implements AutoCloseable {
             if (file.isClosed()) {
                 throw new IllegalStateException("holder " + name() + " was closed by its creator");
             }
-            Descriptor d = refshare.describe(tensor);
+            Descriptor d = refshare.shareDescriptor(tensor);
             long claimed = 0;
             boolean haveSlot = false;
             boolean installed = false;

@@ -14,15 +14,17 @@ abstract sealed class MappedBlock extends Storage permits ReceivedBlock, ViewedB
     final ReceivedSegment segment;
     private final long offset;
     private final long length;
-    /** The host bytes; null for device memory. */
+    /** The host bytes, read-only (another process's memory); null for device memory. */
     private final MemorySegment bytes;
+    private final MemorySegment writableBytes;
 
     MappedBlock(Sharing sharing, ReceivedSegment segment, long offset, long length) {
         super(sharing);
         this.segment = segment;
         this.offset = offset;
         this.length = length;
-        this.bytes = segment.backend() == Backend.HOST ? segment.hostMemory().asSlice(offset, length) : null;
+        this.writableBytes = segment.backend() == Backend.HOST ? segment.hostMemory().asSlice(offset, length) : null;
+        this.bytes = writableBytes == null ? null : writableBytes.asReadOnly();
     }
 
     @Override
@@ -32,6 +34,12 @@ abstract sealed class MappedBlock extends Storage permits ReceivedBlock, ViewedB
                     + " (CudaSharing.copyToHost) or use its deviceAddress()");
         }
         return bytes;
+    }
+
+    @Override
+    final MemorySegment writableBytes() {
+        bytes();
+        return writableBytes;
     }
 
     @Override

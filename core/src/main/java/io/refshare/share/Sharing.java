@@ -276,7 +276,7 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
-    // ---- hooks for io.refshare.holder.SharedHolder (issue 4) ----
+    // ---- hooks for io.refshare.holder.SharedHolder ----
     /**
      * Maps (host) or opens (device) the block a descriptor names without taking its token:
      * for holders, which keep one token per published version and count each reader's

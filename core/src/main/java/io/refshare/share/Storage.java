@@ -42,6 +42,28 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
 
     abstract MemorySegment bytes();
 
+    /**
+     * The bytes of this storage for writing, also where {@link #memory()} is read-only (a block
+     * another process shared); same failures as {@link #memory()}.
+     */
+    public final MemorySegment writableMemory() {
+        memory();
+        return writableBytes();
+    }
+
+    /** See {@link #writableMemory()}; a block read-only to this process overrides it. */
+    MemorySegment writableBytes() {
+        return bytes();
+    }
+
+    /**
+     * True once the {@code Refshare} this storage belongs to was closed: everything it held was
+     * given back and its mappings are gone, whatever the in-process count says.
+     */
+    public final boolean isDetached() {
+        return sharing.isClosed();
+    }
+
     /** Where the bytes are: host shared memory (the default) or CUDA device memory. */
     public Backend backend() {
         return Backend.HOST;

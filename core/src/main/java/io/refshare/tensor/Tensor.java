@@ -4,6 +4,11 @@ import io.refshare.observe.LeakDetector;
 import io.refshare.share.Storage;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -23,7 +28,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * used after: producer memory is pooled and will be reused.</li>
  * <li>For a received tensor whose producer has died, the memory stays valid until it is
  * closed, and closing succeeds quietly.</li>
+ * <li>After the {@code Refshare} it belongs to is closed (which gave back every reference and
+ * unmapped the memory), the tensor reports {@link #isClosed()} {@code true}, {@link #data()}
+ * throws {@link IllegalStateException} saying so, and {@code close()} does nothing.</li>
  * </ul>
+ *
+ * <h2>Bytes</h2>
+ * Elements are little-endian (the wire format's order, and the native order of every machine
+ * refshare runs on). A received tensor's {@link #data()} is read-only: its bytes are another
+ * process's memory, which every other receiver sees (a write through it throws
+ * {@link IllegalArgumentException}, the JDK's answer for a read-only segment);
+ * {@link #writableData()} is there for protocols that really mean to write into it.
  */
 public final class Tensor implements AutoCloseable {
     private final Storage storage;
@@ -72,12 +87,94 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * The bytes this tensor addresses: from its first element to one past its last, in
-     * storage order. For a contiguous tensor that is exactly its elements.
+     * storage order. For a contiguous tensor that is exactly its elements. Read-only for a
+     * received tensor.
+     *
+     * @throws IllegalStateException once this tensor, or its {@code Refshare}, is closed
      */
     public MemorySegment data() {
         ensureOpen();
+        return bytesOf(storage.memory());
+    }
+
+    /**
+     * Like {@link #data()}, but writable also for a received tensor: writes land in the
+     * producer's memory, seen by every process that holds it.
+     */
+    public MemorySegment writableData() {
+        ensureOpen();
+        return bytesOf(storage.writableMemory());
+    }
+
+    private MemorySegment bytesOf(MemorySegment memory) {
         long start = layout.byteOffset();
-        return storage.memory().asSlice(start, layout.byteSpan() - start);
+        return memory.asSlice(start, layout.byteSpan() - start);
+    }
+
+    /** {@link #data()} as a little-endian {@link ByteBuffer} (the JDK's default order is big-endian). */
+    public ByteBuffer asByteBuffer() {
+        return data().asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    /**
+     * The element at {@code index} of a floating-point tensor as a {@code float}: float16 and
+     * bfloat16 widened exactly, float64 rounded.
+     *
+     * @throws UnsupportedOperationException for a tensor of another dtype
+     */
+    public float getFloat(long... index) {
+        MemorySegment m = storage().memory();
+        long at = byteIndex(index);
+        return switch (floatingDtype()) {
+            case FLOAT16 -> Float.float16ToFloat(m.get(SHORT_LE, at));
+            case BFLOAT16 -> Float.intBitsToFloat((m.get(SHORT_LE, at) & 0xFFFF) << 16);
+            case FLOAT32 -> m.get(FLOAT_LE, at);
+            default -> (float) m.get(DOUBLE_LE, at);
+        };
+    }
+
+    /**
+     * Stores {@code value} at {@code index} of a floating-point tensor, rounded to nearest even
+     * for float16 and bfloat16 (as PyTorch converts).
+     *
+     * @throws UnsupportedOperationException for a tensor of another dtype
+     * @throws IllegalArgumentException      for a received tensor, whose {@link #data()} is read-only
+     */
+    public void setFloat(float value, long... index) {
+        MemorySegment m = storage().memory();
+        long at = byteIndex(index);
+        switch (floatingDtype()) {
+            case FLOAT16 -> m.set(SHORT_LE, at, Float.floatToFloat16(value));
+            case BFLOAT16 -> m.set(SHORT_LE, at, toBfloat16(value));
+            case FLOAT32 -> m.set(FLOAT_LE, at, value);
+            default -> m.set(DOUBLE_LE, at, value);
+        }
+    }
+
+    /** bfloat16 bits of {@code value}: the upper half of its float32 bits, rounded to nearest even. */
+    static short toBfloat16(float value) {
+        int bits = Float.floatToRawIntBits(value);
+        if (Float.isNaN(value)) {
+            return (short) ((bits >>> 16) | 0x40); // stays a (quiet) NaN
+        }
+        return (short) ((bits + 0x7FFF + ((bits >>> 16) & 1)) >>> 16);
+    }
+
+    private static final ValueLayout.OfShort SHORT_LE = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfFloat FLOAT_LE = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfDouble DOUBLE_LE = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private DType floatingDtype() {
+        if (!layout.dtype().isFloatingPoint()) {
+            throw new UnsupportedOperationException("getFloat/setFloat need a floating-point tensor; this one is "
+                    + layout.dtype().numpyName());
+        }
+        return layout.dtype();
+    }
+
+    /** Byte offset of the element at {@code index} within the storage. */
+    private long byteIndex(long[] index) {
+        return layout.byteOffset() + offsetOf(index);
     }
 
     /** Byte offset of an element within {@link #data()}. */
@@ -94,6 +191,11 @@ public final class Tensor implements AutoCloseable {
             elements += index[d] * layout.stride(d);
         }
         return elements * layout.dtype().byteSize();
+    }
+
+    /** {@code length} elements from {@code start} along {@code dim}, a view (PyTorch's {@code narrow}). */
+    public Tensor narrow(int dim, long start, long length) {
+        return view(layout().narrow(dim, start, length));
     }
 
     public Tensor slice(int dim, long start, long end) {
@@ -117,17 +219,25 @@ public final class Tensor implements AutoCloseable {
         return new Tensor(storage.retain(), viewLayout);
     }
 
+    /** True once {@link #close()} was called or the {@code Refshare} this tensor belongs to was closed. */
     public boolean isClosed() {
-        return closed.get();
+        return closed.get() || storage.isDetached();
     }
 
+    /**
+     * Gives this tensor's reference back. Idempotent, safe from any thread, quiet after the
+     * producer died and after this process's {@code Refshare} was closed (which already gave
+     * every reference back).
+     */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
             if (leakWatch != null) {
                 leakWatch.closed();
             }
-            storage.release();
+            if (!storage.isDetached()) {
+                storage.release();
+            }
         }
     }
 
@@ -135,10 +245,18 @@ public final class Tensor implements AutoCloseable {
         if (closed.get()) {
             throw new IllegalStateException("tensor is closed");
         }
+        if (storage.isDetached()) {
+            throw new IllegalStateException("the Refshare this tensor belongs to is closed: its references were "
+                    + "given back and its memory unmapped");
+        }
     }
 
     @Override
     public String toString() {
-        return "Tensor" + layout + (closed.get() ? " (closed)" : "");
+        return "Tensor[" + layout.dtype().numpyName() + " " + Arrays.toString(layout.shape())
+                + (layout.isContiguous() ? "" : ", strides " + Arrays.toString(layout.strides()))
+                + (layout.storageOffset() == 0 ? "" : ", offset " + layout.storageOffset())
+                + ", " + storage.backend().name().toLowerCase(Locale.ROOT)
+                + (isClosed() ? ", closed" : "") + "]";
     }
 }

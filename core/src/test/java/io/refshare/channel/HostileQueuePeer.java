@@ -32,7 +32,7 @@ public final class HostileQueuePeer {
             } catch (IllegalArgumentException expected) {
                 oversizedRefused = true;
             }
-            Descriptor honest = rs.describe(t);
+            Descriptor honest = rs.shareDescriptor(t);
             Descriptor liar = new Descriptor(honest.backend(), honest.segmentName(), honest.segmentSize(),
                     honest.offset(), honest.length(), honest.counterFileName(), honest.slot(), honest.eventHandle(),
                     honest.tensor(), 1, honest.senderStartTicks());

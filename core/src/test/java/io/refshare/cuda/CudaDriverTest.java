@@ -185,7 +185,7 @@ class CudaDriverTest {
                 MemorySegment host = arena.allocate(4000);
                 Patterns.fill(host, 11);
                 rs.cuda().copyFromHost(host, t);
-                Descriptor d = rs.describe(t);
+                Descriptor d = rs.shareDescriptor(t);
                 assertEquals(Backend.CUDA, d.backend());
                 assertTrue(d.hasEvent());
                 try (Tensor back = rs.receive(d)) {

@@ -78,7 +78,7 @@ class ReceiveFuzzTest {
     void forgedDescriptor(FuzzedDataProvider data) {
         try (Tensor t = producer.allocate(DType.INT32, data.consumeInt(1, 64))) {
             fill(t);
-            Descriptor real = producer.describe(t);
+            Descriptor real = producer.shareDescriptor(t);
             Tensor received = null;
             try {
                 if (data.consumeBoolean()) {

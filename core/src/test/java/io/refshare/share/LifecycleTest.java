@@ -191,7 +191,7 @@ class LifecycleTest {
     void hostileDescriptorsAreRejectedBeforeAnythingIsOpened() {
         try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
              Refshare consumer = Refshare.open(shm.config()); Tensor t = producer.allocateBytes(4096)) {
-            Descriptor good = producer.describe(t);
+            Descriptor good = producer.shareDescriptor(t);
             assertThrows(InvalidDataException.class, () -> consumer.receive(new byte[]{1, 2, 3}));
             // a name of ours that does not exist
             RefshareException gone = assertThrows(RefshareException.class, () -> consumer.receive(with(good,

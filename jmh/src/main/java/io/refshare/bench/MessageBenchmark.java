@@ -65,7 +65,7 @@ public class MessageBenchmark {
 
     @Benchmark
     public boolean shareAndCancel() {
-        Descriptor d = rs.describe(tensor);
+        Descriptor d = rs.shareDescriptor(tensor);
         return rs.sharing().cancel(d);
     }
 

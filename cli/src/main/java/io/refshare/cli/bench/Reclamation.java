@@ -18,7 +18,7 @@ record Reclamation(long size, long holdNanos, long[] latencyNanos, int excluded)
     static final long AT_ONCE_NANOS = 100_000;
     /** The consumer's hold in the "held" variant: longer than the collector's idle sleep (10 ms). */
     static final long HELD_NANOS = 20_000_000;
-    /** The target of the benchmarks issue. */
+    /** The reclamation target (docs/benchmarks.md). */
     static final double TARGET_P99_MICROS = 1_000;
 
     int rounds() {

@@ -7,10 +7,10 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * The measured targets of the transport and benchmarks issues, checked against what this
+ * The measured targets of the design (docs/benchmarks.md), checked against what this
  * run measured (nothing here is assumed: a target whose measurement is not in the run says so).
  *
- * @param name     the target as the issue states it
+ * @param name     the target as the design states it
  * @param measured the figure this run measured
  * @param met      true when met, false when missed, null when this run did not measure it
  */
@@ -71,7 +71,7 @@ record Targets(String name, String measured, Boolean met) {
     }
 
     /**
-     * Issue 11's: Java -> Python (numpy) p50 at least 10x lower than torch.multiprocessing's best
+     * Java -> Python (numpy): p50 at least 10x lower than torch.multiprocessing's best
      * strategy at every size, mode against the same mode; at least 50,000 tensors/s at 1 KiB.
      */
     private static void pythonTargets(BenchResults r, List<Targets> out) {
