@@ -10,6 +10,7 @@
 #define CONST(c) printf("const.%s %lld\n", #c, (long long) (c))
 
 int main(void) {
+    SIZE(ucs_status_t);
     SIZE(ucp_params_t);
     OFF(ucp_params_t, field_mask);
     OFF(ucp_params_t, features);

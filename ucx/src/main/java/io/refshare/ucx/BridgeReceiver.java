@@ -30,6 +30,8 @@ import java.util.concurrent.atomic.AtomicReference;
  */
 public final class BridgeReceiver implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(BridgeReceiver.class.getName());
+    /** How long {@link #listen} retries an address that is still busy. */
+    private static final long LISTEN_RETRY_NANOS = 10_000_000_000L;
 
     /** Counts since listen. */
     public record Stats(long received, long delivered, long peersAccepted, long peersRefused, long endsOfStream,
@@ -126,17 +128,28 @@ public final class BridgeReceiver implements AutoCloseable {
         }
         BridgeReceiver r = new BridgeReceiver(rs, target, address, secret, window);
         CompletableFuture<Void> listening = new CompletableFuture<>();
-        r.loop.execute(() -> {
-            try {
-                r.listener = r.loop.listen(address, r::onConnectionRequest);
-                r.loop.every(r::tick);
-                listening.complete(null);
-            } catch (RuntimeException e) {
-                listening.completeExceptionally(e);
+        long deadline = System.nanoTime() + LISTEN_RETRY_NANOS;
+        r.loop.execute(new Runnable() {
+            @Override
+            public void run() {
+                try {
+                    r.listener = r.loop.listen(address, r::onConnectionRequest);
+                    r.loop.every(r::tick);
+                    listening.complete(null);
+                } catch (UcxException e) {
+                    // the port of a bridge that just died may linger a moment (TIME_WAIT): try again shortly
+                    if (e.getMessage().contains("busy") && System.nanoTime() - deadline < 0) {
+                        r.loop.after(200, this);
+                    } else {
+                        listening.completeExceptionally(e);
+                    }
+                } catch (RuntimeException e) {
+                    listening.completeExceptionally(e);
+                }
             }
         });
         try {
-            listening.get(10, TimeUnit.SECONDS);
+            listening.get(LISTEN_RETRY_NANOS + 5_000_000_000L, TimeUnit.NANOSECONDS);
         } catch (Exception e) {
             r.loop.close();
             Throwable cause = e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e;

@@ -202,6 +202,7 @@ public final class RemoteQueue implements AutoCloseable {
 
         @Override
         public void lost(Link l, String reason, boolean refusedSecret) {
+            lastError.set(reason);
             int returned = offered.size();
             for (Held h : offered.values()) {
                 release(h);

@@ -34,13 +34,15 @@ final class Ucp {
     static final String UCS_LIBRARY = "libucs.so.0";
 
     private static final Linker LINKER = Linker.nativeLinker();
+    /** {@code ucs_status_t} is a packed enum: one signed byte, in returns and arguments alike. */
+    static final java.lang.foreign.ValueLayout.OfByte STATUS = java.lang.foreign.ValueLayout.JAVA_BYTE;
 
     /** {@code void (*)(ucp_conn_request_h, void *arg)}. */
     static final FunctionDescriptor CONN_HANDLER = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
     /** {@code void (*)(void *arg, ucp_ep_h, ucs_status_t)}. */
-    static final FunctionDescriptor ERR_HANDLER = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT);
+    static final FunctionDescriptor ERR_HANDLER = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, STATUS);
     /** {@code ucs_status_t (*)(void *arg, const void *header, size_t, void *data, size_t, const ucp_am_recv_param_t *)}. */
-    static final FunctionDescriptor AM_RECV = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
+    static final FunctionDescriptor AM_RECV = FunctionDescriptor.of(STATUS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
             JAVA_LONG, ADDRESS);
 
     /** An upcall stub for {@code target}, alive as long as {@code arena}. */
@@ -93,29 +95,29 @@ final class Ucp {
         } catch (Throwable t) {
             throw new UcxUnavailableException("ucp_get_version failed in " + library, t);
         }
-        statusString = new Binder(UCS_LIBRARY, ucs).bind("ucs_status_string", ADDRESS, JAVA_INT);
-        configRead = b.bind("ucp_config_read", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        statusString = new Binder(UCS_LIBRARY, ucs).bind("ucs_status_string", ADDRESS, STATUS);
+        configRead = b.bind("ucp_config_read", STATUS, ADDRESS, ADDRESS, ADDRESS);
         configRelease = b.bindVoid("ucp_config_release", ADDRESS);
-        initVersion = b.bind("ucp_init_version", JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        initVersion = b.bind("ucp_init_version", STATUS, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
         cleanup = b.bindVoid("ucp_cleanup", ADDRESS);
-        workerCreate = b.bind("ucp_worker_create", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        workerCreate = b.bind("ucp_worker_create", STATUS, ADDRESS, ADDRESS, ADDRESS);
         workerDestroy = b.bindVoid("ucp_worker_destroy", ADDRESS);
         workerProgress = b.bind("ucp_worker_progress", JAVA_INT, ADDRESS);
-        listenerCreate = b.bind("ucp_listener_create", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        listenerCreate = b.bind("ucp_listener_create", STATUS, ADDRESS, ADDRESS, ADDRESS);
         listenerDestroy = b.bindVoid("ucp_listener_destroy", ADDRESS);
-        listenerReject = b.bind("ucp_listener_reject", JAVA_INT, ADDRESS, ADDRESS);
-        epCreate = b.bind("ucp_ep_create", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        listenerReject = b.bind("ucp_listener_reject", STATUS, ADDRESS, ADDRESS);
+        epCreate = b.bind("ucp_ep_create", STATUS, ADDRESS, ADDRESS, ADDRESS);
         epCloseNbx = b.bind("ucp_ep_close_nbx", ADDRESS, ADDRESS, ADDRESS);
-        memMap = b.bind("ucp_mem_map", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
-        memUnmap = b.bind("ucp_mem_unmap", JAVA_INT, ADDRESS, ADDRESS);
-        rkeyPack = b.bind("ucp_rkey_pack", JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        memMap = b.bind("ucp_mem_map", STATUS, ADDRESS, ADDRESS, ADDRESS);
+        memUnmap = b.bind("ucp_mem_unmap", STATUS, ADDRESS, ADDRESS);
+        rkeyPack = b.bind("ucp_rkey_pack", STATUS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         rkeyBufferRelease = b.bindVoid("ucp_rkey_buffer_release", ADDRESS);
-        epRkeyUnpack = b.bind("ucp_ep_rkey_unpack", JAVA_INT, ADDRESS, ADDRESS, ADDRESS);
+        epRkeyUnpack = b.bind("ucp_ep_rkey_unpack", STATUS, ADDRESS, ADDRESS, ADDRESS);
         rkeyDestroy = b.bindVoid("ucp_rkey_destroy", ADDRESS);
         getNbx = b.bind("ucp_get_nbx", ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS);
-        requestCheckStatus = b.bind("ucp_request_check_status", JAVA_INT, ADDRESS);
+        requestCheckStatus = b.bind("ucp_request_check_status", STATUS, ADDRESS);
         requestFree = b.bindVoid("ucp_request_free", ADDRESS);
-        setAmRecvHandler = b.bind("ucp_worker_set_am_recv_handler", JAVA_INT, ADDRESS, ADDRESS);
+        setAmRecvHandler = b.bind("ucp_worker_set_am_recv_handler", STATUS, ADDRESS, ADDRESS);
         amSendNbx = b.bind("ucp_am_send_nbx", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,
                 ADDRESS);
     }
@@ -172,7 +174,35 @@ final class Ucp {
         }
     }
 
+    /**
+     * Environment UCX reads when it loads, set first. The JVM raises SIGSEGV on purpose
+     * (safepoint polls, implicit null checks) and handles it; UCX's own error-signal handler
+     * would take such a signal for a crash and end the process, so UCX installs none here
+     * ({@code UCX_ERROR_SIGNALS} empty, always). A listener may take over the port of a bridge
+     * that just died ({@code UCX_TCP_CM_REUSEADDR}, {@code UCX_RDMA_CM_REUSEADDR}: defaults
+     * only, a user's setting wins).
+     */
+    private static void prepareEnvironment() {
+        try {
+            MethodHandle setenv = LINKER.downcallHandle(LINKER.defaultLookup().find("setenv").orElseThrow(),
+                    FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+            try (Arena a = Arena.ofConfined()) {
+                int rc = (int) setenv.invokeExact(a.allocateFrom("UCX_ERROR_SIGNALS"), a.allocateFrom(""), 1);
+                rc |= (int) setenv.invokeExact(a.allocateFrom("UCX_TCP_CM_REUSEADDR"), a.allocateFrom("y"), 0);
+                rc |= (int) setenv.invokeExact(a.allocateFrom("UCX_RDMA_CM_REUSEADDR"), a.allocateFrom("y"), 0);
+                if (rc != 0) {
+                    throw new UcxUnavailableException("setenv failed before loading UCX");
+                }
+            }
+        } catch (UcxUnavailableException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UcxUnavailableException("cannot prepare the environment for UCX", t);
+        }
+    }
+
     static Ucp load(String library) {
+        prepareEnvironment();
         SymbolLookup ucp;
         SymbolLookup ucs;
         try {
@@ -189,7 +219,7 @@ final class Ucp {
 
     String statusText(int status) {
         try {
-            MemorySegment s = (MemorySegment) statusString.invokeExact(status);
+            MemorySegment s = (MemorySegment) statusString.invokeExact((byte) status);
             return s.reinterpret(256).getString(0);
         } catch (Throwable t) {
             return "status " + status;
@@ -206,14 +236,14 @@ final class Ucp {
     MemorySegment init(long features) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment configP = a.allocate(ADDRESS);
-            check("ucp_config_read", (int) configRead.invokeExact(MemorySegment.NULL, MemorySegment.NULL, configP));
+            check("ucp_config_read", (byte) configRead.invokeExact(MemorySegment.NULL, MemorySegment.NULL, configP));
             MemorySegment config = configP.get(ADDRESS, 0);
             try {
                 MemorySegment params = a.allocate(UcpAbi.PARAMS);
                 params.set(JAVA_LONG, off(UcpAbi.PARAMS, "field_mask"), UcpAbi.PARAM_FIELD_FEATURES);
                 params.set(JAVA_LONG, off(UcpAbi.PARAMS, "features"), features);
                 MemorySegment contextP = a.allocate(ADDRESS);
-                int status = (int) initVersion.invokeExact(UcpAbi.API_MAJOR, UcpAbi.API_MINOR, params, config, contextP);
+                int status = (byte) initVersion.invokeExact(UcpAbi.API_MAJOR, UcpAbi.API_MINOR, params, config, contextP);
                 if (status != UcpAbi.UCS_OK) {
                     throw new UcxUnavailableException("UCX " + version + " cannot start: ucp_init failed: "
                             + statusText(status));
@@ -235,7 +265,7 @@ final class Ucp {
             params.set(JAVA_LONG, off(UcpAbi.WORKER_PARAMS, "field_mask"), UcpAbi.WORKER_PARAM_FIELD_THREAD_MODE);
             params.set(JAVA_INT, off(UcpAbi.WORKER_PARAMS, "thread_mode"), UcpAbi.THREAD_MODE_SINGLE);
             MemorySegment out = a.allocate(ADDRESS);
-            check("ucp_worker_create", (int) workerCreate.invokeExact(context, params, out));
+            check("ucp_worker_create", (byte) workerCreate.invokeExact(context, params, out));
             return out.get(ADDRESS, 0);
         } catch (RuntimeException e) {
             throw e;
@@ -260,7 +290,7 @@ final class Ucp {
             p.set(JAVA_INT, off(UcpAbi.AM_HANDLER_PARAM, "id"), id);
             p.set(JAVA_INT, off(UcpAbi.AM_HANDLER_PARAM, "flags"), UcpAbi.AM_FLAG_WHOLE_MSG);
             p.set(ADDRESS, off(UcpAbi.AM_HANDLER_PARAM, "cb"), callback);
-            check("ucp_worker_set_am_recv_handler", (int) setAmRecvHandler.invokeExact(worker, p));
+            check("ucp_worker_set_am_recv_handler", (byte) setAmRecvHandler.invokeExact(worker, p));
         } catch (RuntimeException e) {
             throw e;
         } catch (Throwable t) {
@@ -278,7 +308,7 @@ final class Ucp {
             p.set(JAVA_INT, sa + 8, (int) sockaddr.byteSize());
             p.set(ADDRESS, off(UcpAbi.LISTENER_PARAMS, "conn_handler"), connHandler);
             MemorySegment out = a.allocate(ADDRESS);
-            check("ucp_listener_create", (int) listenerCreate.invokeExact(worker, p, out));
+            check("ucp_listener_create", (byte) listenerCreate.invokeExact(worker, p, out));
             return out.get(ADDRESS, 0);
         } catch (RuntimeException e) {
             throw e;
@@ -289,7 +319,7 @@ final class Ucp {
 
     void reject(MemorySegment listener, MemorySegment connRequest) {
         try {
-            check("ucp_listener_reject", (int) listenerReject.invokeExact(listener, connRequest));
+            check("ucp_listener_reject", (byte) listenerReject.invokeExact(listener, connRequest));
         } catch (RuntimeException e) {
             throw e;
         } catch (Throwable t) {
@@ -320,7 +350,7 @@ final class Ucp {
             }
             p.set(JAVA_LONG, 0, mask);
             MemorySegment out = a.allocate(ADDRESS);
-            check("ucp_ep_create", (int) epCreate.invokeExact(worker, p, out));
+            check("ucp_ep_create", (byte) epCreate.invokeExact(worker, p, out));
             return out.get(ADDRESS, 0);
         } catch (RuntimeException e) {
             throw e;
@@ -354,7 +384,7 @@ final class Ucp {
             p.set(JAVA_INT, off(UcpAbi.MEM_MAP_PARAMS, "prot"), UcpAbi.MEM_MAP_PROT_LOCAL_READ
                     | UcpAbi.MEM_MAP_PROT_LOCAL_WRITE | UcpAbi.MEM_MAP_PROT_REMOTE_READ);
             MemorySegment out = a.allocate(ADDRESS);
-            check("ucp_mem_map", (int) memMap.invokeExact(context, p, out));
+            check("ucp_mem_map", (byte) memMap.invokeExact(context, p, out));
             return out.get(ADDRESS, 0);
         } catch (RuntimeException e) {
             throw e;
@@ -365,7 +395,7 @@ final class Ucp {
 
     void memUnmap(MemorySegment context, MemorySegment memh) {
         try {
-            check("ucp_mem_unmap", (int) memUnmap.invokeExact(context, memh));
+            check("ucp_mem_unmap", (byte) memUnmap.invokeExact(context, memh));
         } catch (RuntimeException e) {
             throw e;
         } catch (Throwable t) {
@@ -378,7 +408,7 @@ final class Ucp {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment bufP = a.allocate(ADDRESS);
             MemorySegment sizeP = a.allocate(JAVA_LONG);
-            check("ucp_rkey_pack", (int) rkeyPack.invokeExact(context, memh, bufP, sizeP));
+            check("ucp_rkey_pack", (byte) rkeyPack.invokeExact(context, memh, bufP, sizeP));
             MemorySegment buf = bufP.get(ADDRESS, 0);
             try {
                 return buf.reinterpret(sizeP.get(JAVA_LONG, 0)).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
@@ -397,7 +427,7 @@ final class Ucp {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment buf = a.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, packed);
             MemorySegment out = a.allocate(ADDRESS);
-            check("ucp_ep_rkey_unpack", (int) epRkeyUnpack.invokeExact(ep, buf, out));
+            check("ucp_ep_rkey_unpack", (byte) epRkeyUnpack.invokeExact(ep, buf, out));
             return out.get(ADDRESS, 0);
         } catch (RuntimeException e) {
             throw e;
@@ -445,7 +475,7 @@ final class Ucp {
     /** {@code UCS_INPROGRESS}, {@code UCS_OK} or an error status of a request. */
     int requestStatus(MemorySegment request) {
         try {
-            return (int) requestCheckStatus.invokeExact(request);
+            return (byte) requestCheckStatus.invokeExact(request);
         } catch (Throwable t) {
             throw new UcxException("ucp_request_check_status failed", t);
         }

@@ -168,12 +168,12 @@ final class UcxLoop implements AutoCloseable {
         try {
             context = ucp.init(UcpAbi.FEATURE_RMA | UcpAbi.FEATURE_AM);
             worker = ucp.workerCreate(context);
-            MemorySegment amStub = Ucp.upcallStub(bind("onActiveMessage", MethodType.methodType(int.class,
+            MemorySegment amStub = Ucp.upcallStub(bind("onActiveMessage", MethodType.methodType(byte.class,
                     MemorySegment.class, MemorySegment.class, long.class, MemorySegment.class, long.class,
                     MemorySegment.class)), Ucp.AM_RECV, stubs);
             ucp.setAmHandler(worker, CONTROL_AM_ID, amStub);
             errStub = Ucp.upcallStub(bind("onEndpointError", MethodType.methodType(void.class, MemorySegment.class,
-                    MemorySegment.class, int.class)), Ucp.ERR_HANDLER, stubs);
+                    MemorySegment.class, byte.class)), Ucp.ERR_HANDLER, stubs);
         } catch (RuntimeException | Error e) {
             destroy();
             started.completeExceptionally(e);
@@ -254,14 +254,14 @@ final class UcxLoop implements AutoCloseable {
     // ---- upcalls (on the loop thread, inside ucp_worker_progress); they must never throw ----
 
     @SuppressWarnings("unused")
-    private int onActiveMessage(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data,
+    private byte onActiveMessage(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data,
                                 long length, MemorySegment param) {
         try {
             MemorySegment p = param.reinterpret(UcpAbi.AM_RECV_PARAM.byteSize());
             long attr = p.get(JAVA_LONG, 0);
             if ((attr & UcpAbi.AM_RECV_ATTR_FIELD_REPLY_EP) == 0 || length > ControlCodec.MAX_FRAME_BYTES
                     || (attr & UcpAbi.AM_RECV_ATTR_FLAG_DATA) != 0 && length < 0) {
-                return UcpAbi.UCS_OK; // no peer to answer, or bigger than any valid frame: dropped unread
+                return (byte) UcpAbi.UCS_OK; // no peer to answer, or bigger than any valid frame: dropped unread
             }
             Endpoint owner = endpoints.get(p.get(ADDRESS, 8).address());
             if (owner != null) {
@@ -272,11 +272,11 @@ final class UcxLoop implements AutoCloseable {
             System.getLogger(UcxLoop.class.getName()).log(System.Logger.Level.WARNING,
                     "control message handler failed", t);
         }
-        return UcpAbi.UCS_OK;
+        return (byte) UcpAbi.UCS_OK;
     }
 
     @SuppressWarnings("unused")
-    private void onEndpointError(MemorySegment arg, MemorySegment ep, int status) {
+    private void onEndpointError(MemorySegment arg, MemorySegment ep, byte status) {
         try {
             Endpoint owner = endpoints.remove(ep.address());
             // UCX wants an endpoint that failed closed (forcibly) by its owner

@@ -287,7 +287,7 @@ class BridgeAcrossHostsTest {
                 long offered = send.statLong("offered");
                 h.link(false);
                 awaitStat(send, "unconfirmed", v -> v == offered - 2);
-                String sendError = send.stat("error");
+                String sendError = waitFor(() -> send.stat("error"), e -> e.contains("silent"));
                 assertTrue(sendError.contains("silent"), sendError);
                 awaitStat(recv, "accepted", v -> v == 1);
                 String recvError = waitFor(() -> recv.stat("error"), e -> e.contains("silent"));

@@ -98,6 +98,9 @@ final class BridgeChild implements AutoCloseable {
     String stat(String key) throws InterruptedException {
         send("stats");
         String l = expect("stats ", 10);
+        if (key.equals("error")) {
+            return l.substring(l.indexOf(" error=") + 7); // the last field; its text has spaces
+        }
         for (String kv : l.substring(6).split(" ")) {
             if (kv.startsWith(key + "=")) {
                 return kv.substring(key.length() + 1);

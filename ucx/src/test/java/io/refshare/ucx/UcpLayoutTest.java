@@ -28,6 +28,7 @@ class UcpLayoutTest {
     void layoutsAndConstantsMatchTheHeader() throws Exception {
         Map<String, Long> c = compiled();
         Map<String, Long> java = new LinkedHashMap<>();
+        java.put("sizeof.ucs_status_t", Ucp.STATUS.byteSize());
         struct(java, "ucp_params_t", UcpAbi.PARAMS, "field_mask", "features");
         struct(java, "ucp_worker_params_t", UcpAbi.WORKER_PARAMS, "field_mask", "thread_mode");
         struct(java, "ucs_sock_addr_t", UcpAbi.SOCK_ADDR, "addr", "addrlen");
