@@ -33,7 +33,7 @@ public final class BridgeReceiver implements AutoCloseable {
     /** How long {@link #listen} retries an address that is still busy. */
     private static final long LISTEN_RETRY_NANOS = 10_000_000_000L;
 
-    /** Counts since listen. */
+    /** Counts since listen; {@code peersRefused}: connections refused for a wrong secret (either side found it) or by this side for malformed or unexpected messages. */
     public record Stats(long received, long delivered, long peersAccepted, long peersRefused, long endsOfStream,
                         String lastError) {
     }
@@ -93,14 +93,14 @@ public final class BridgeReceiver implements AutoCloseable {
         }
 
         @Override
-        public void lost(Link l, String reason, boolean refusedSecret) {
+        public void lost(Link l, String reason, boolean refusedSecret, boolean refusedHere) {
             lost = true;
             peers.remove(l);
-            if (refusedSecret) {
+            if (refusedHere || refusedSecret) {
                 refused.incrementAndGet();
             }
             lastError.set(reason);
-            LOG.log(refusedSecret ? System.Logger.Level.WARNING : System.Logger.Level.INFO,
+            LOG.log(refusedHere ? System.Logger.Level.WARNING : System.Logger.Level.INFO,
                     "bridge: sender {0} gone: {1}", l.peer(), reason);
         }
     }

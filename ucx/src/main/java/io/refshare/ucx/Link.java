@@ -21,8 +21,12 @@ final class Link implements UcxLoop.Endpoint {
         /** An authenticated peer's message (never a handshake or heartbeat message). */
         void message(Link link, BridgeMessage m);
 
-        /** The link ended for {@code reason}; called once, after which the link sends nothing. */
-        void lost(Link link, String reason, boolean refusedSecret);
+        /**
+         * The link ended for {@code reason}; called once, after which the link sends nothing.
+         * {@code refusedSecret}: the secrets differ; {@code refusedHere}: this side refused the
+         * peer (wrong secret or a malformed or unexpected message).
+         */
+        void lost(Link link, String reason, boolean refusedSecret, boolean refusedHere);
     }
 
     private enum State { AWAIT_HELLO, AWAIT_CHALLENGE, AWAIT_PROOF, AWAIT_WELCOME, READY, ENDED }
@@ -207,7 +211,7 @@ final class Link implements UcxLoop.Endpoint {
         state = State.ENDED;
         MemorySegment endpoint = ep;
         loop.after(100, () -> loop.closeEndpoint(endpoint));
-        session.lost(this, why, reason == BridgeMessage.Refused.BAD_SECRET && was != State.READY);
+        session.lost(this, why, reason == BridgeMessage.Refused.BAD_SECRET && was != State.READY, true);
     }
 
     /** Ends the link from this side (closing, or a session-level failure). */
@@ -221,12 +225,12 @@ final class Link implements UcxLoop.Endpoint {
         }
         state = State.ENDED;
         loop.closeEndpoint(ep);
-        session.lost(this, why, refusedSecret);
+        session.lost(this, why, refusedSecret, false);
     }
 
     private void endQuietly(String why, boolean refusedSecret) {
         state = State.ENDED; // the loop already closed the failed endpoint
-        session.lost(this, why, refusedSecret);
+        session.lost(this, why, refusedSecret, false);
     }
 
     private static String name(BridgeMessage m) {

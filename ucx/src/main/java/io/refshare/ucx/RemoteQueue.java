@@ -201,7 +201,7 @@ public final class RemoteQueue implements AutoCloseable {
         }
 
         @Override
-        public void lost(Link l, String reason, boolean refusedSecret) {
+        public void lost(Link l, String reason, boolean refusedSecret, boolean refusedHere) {
             lastError.set(reason);
             int returned = offered.size();
             for (Held h : offered.values()) {

@@ -279,11 +279,12 @@ final class UcxLoop implements AutoCloseable {
     private void onEndpointError(MemorySegment arg, MemorySegment ep, byte status) {
         try {
             Endpoint owner = endpoints.remove(ep.address());
+            if (owner == null) {
+                return; // closed by its owner already: closing it twice would free it twice
+            }
             // UCX wants an endpoint that failed closed (forcibly) by its owner
             track(ucp.closeEndpoint(ep), s -> { });
-            if (owner != null) {
-                owner.onError(status, ucp.statusText(status));
-            }
+            owner.onError(status, ucp.statusText(status));
         } catch (Throwable t) {
             System.getLogger(UcxLoop.class.getName()).log(System.Logger.Level.WARNING, "endpoint error handler failed", t);
         }
