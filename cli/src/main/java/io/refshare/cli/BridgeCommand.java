@@ -46,11 +46,33 @@ final class BridgeCommand implements Runnable {
         return new InetSocketAddress(hostPort.substring(0, colon), Integer.parseInt(hostPort.substring(colon + 1)));
     }
 
-    /** Ends on Ctrl-C (or SIGTERM) after the closes in the try blocks ran. */
-    private static CountDownLatch untilInterrupted() {
-        CountDownLatch stop = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(stop::countDown));
-        return stop;
+    /**
+     * Ctrl-C (or SIGTERM) for a command: {@link #await()} returns when it comes, and the JVM
+     * waits (at most 15 s) for {@link #cleanedUp()} so the command's closes remove its files.
+     */
+    static final class Interrupt {
+        private final CountDownLatch requested = new CountDownLatch(1);
+        private final CountDownLatch done = new CountDownLatch(1);
+
+        Interrupt(Runnable onRequest) {
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                onRequest.run();
+                requested.countDown();
+                try {
+                    done.await(15, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }));
+        }
+
+        void await() throws InterruptedException {
+            requested.await();
+        }
+
+        void cleanedUp() {
+            done.countDown();
+        }
     }
 
     @Command(name = "receive", mixinStandardHelpOptions = true,
@@ -79,6 +101,7 @@ final class BridgeCommand implements Runnable {
         @Override
         public Integer call() throws Exception {
             BridgeSecret s = BridgeSecret.read(secret);
+            Interrupt interrupt = new Interrupt(() -> { });
             try (Refshare rs = Refshare.open(shm.config());
                  ShareQueue q = queue == null ? ShareQueue.create(rs, capacity) : ShareQueue.open(rs, queue);
                  BridgeReceiver r = BridgeReceiver.listen(rs, q, address(listen), s, window);
@@ -90,7 +113,9 @@ final class BridgeCommand implements Runnable {
                             + st.peersAccepted() + ", refused " + st.peersRefused()
                             + (st.lastError() == null ? "" : ", last: " + st.lastError()));
                 }, 5, 5, TimeUnit.SECONDS);
-                untilInterrupted().await();
+                interrupt.await();
+            } finally {
+                interrupt.cleanedUp();
             }
             return 0;
         }
@@ -118,6 +143,12 @@ final class BridgeCommand implements Runnable {
         @Override
         public Integer call() throws Exception {
             BridgeSecret s = BridgeSecret.read(secret);
+            SendingBridge[] running = new SendingBridge[1];
+            Interrupt interrupt = new Interrupt(() -> {
+                if (running[0] != null) {
+                    running[0].stop();
+                }
+            });
             try (Refshare rs = Refshare.open(shm.config());
                  ShareQueue q = ShareQueue.open(rs, queue);
                  ScheduledExecutorService status = Executors.newSingleThreadScheduledExecutor()) {
@@ -129,12 +160,14 @@ final class BridgeCommand implements Runnable {
                             + st.unconfirmed() + (st.lastError() == null ? "" : ", last: " + st.lastError()));
                 }, 5, 5, TimeUnit.SECONDS);
                 SendingBridge bridge = new SendingBridge(q, remote);
-                Runtime.getRuntime().addShutdownHook(new Thread(bridge::stop));
+                running[0] = bridge;
                 long n = bridge.run();
                 bridge.finish(Duration.ofSeconds(30));
                 var st = remote.stats();
                 System.out.println("forwarded " + n + ": delivered " + st.delivered() + ", unconfirmed " + st.unconfirmed());
                 return st.unconfirmed() == 0 ? 0 : 2;
+            } finally {
+                interrupt.cleanedUp();
             }
         }
     }
