@@ -50,11 +50,7 @@ final class BridgeChild implements AutoCloseable {
         cmd.add(main.getName());
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
-        pb.environment().put("UCX_TLS", "tcp");
-        pb.environment().put("UCX_WARN_UNUSED_ENV_VARS", "n");
-        // both "hosts" share one kernel, so UCX takes their loopback interfaces for reachable
-        // from each other; on real hosts the default device list is right
-        pb.environment().put("UCX_NET_DEVICES", TwoHosts.VETH);
+        io.refshare.ucx.bench.HostPair.ucxEnvironment(pb.environment());
         try {
             Process p = pb.start();
             return new BridgeChild(main.getSimpleName() + "#" + p.pid(), p);
