@@ -76,6 +76,10 @@ final class Ucp {
     private final MethodHandle requestFree;
     private final MethodHandle setAmRecvHandler;
     private final MethodHandle amSendNbx;
+    private final MethodHandle workerGetEfd;
+    private final MethodHandle workerArm;
+    private final MethodHandle workerSignal;
+    private final MethodHandle poll;
 
     private Ucp(String library, SymbolLookup ucp, SymbolLookup ucs) {
         this.library = library;
@@ -118,6 +122,11 @@ final class Ucp {
         requestCheckStatus = b.bind("ucp_request_check_status", STATUS, ADDRESS);
         requestFree = b.bindVoid("ucp_request_free", ADDRESS);
         setAmRecvHandler = b.bind("ucp_worker_set_am_recv_handler", STATUS, ADDRESS, ADDRESS);
+        workerGetEfd = b.bind("ucp_worker_get_efd", STATUS, ADDRESS, ADDRESS);
+        workerArm = b.bind("ucp_worker_arm", STATUS, ADDRESS);
+        workerSignal = b.bind("ucp_worker_signal", STATUS, ADDRESS);
+        poll = LINKER.downcallHandle(LINKER.defaultLookup().find("poll").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         amSendNbx = b.bind("ucp_am_send_nbx", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,
                 ADDRESS);
     }
@@ -271,6 +280,62 @@ final class Ucp {
             throw e;
         } catch (Throwable t) {
             throw new UcxException("ucp_worker_create failed", t);
+        }
+    }
+
+    /** The worker's event file descriptor (the context has {@code UCP_FEATURE_WAKEUP}). */
+    int eventFd(MemorySegment worker) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment fd = a.allocate(JAVA_INT);
+            check("ucp_worker_get_efd", (byte) workerGetEfd.invokeExact(worker, fd));
+            return fd.get(JAVA_INT, 0);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UcxException("ucp_worker_get_efd failed", t);
+        }
+    }
+
+    /** Arms the event fd; false when events are already pending (progress again instead of waiting). */
+    boolean arm(MemorySegment worker) {
+        try {
+            int status = (byte) workerArm.invokeExact(worker);
+            if (status == UcpAbi.UCS_ERR_BUSY) {
+                return false;
+            }
+            check("ucp_worker_arm", status);
+            return true;
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UcxException("ucp_worker_arm failed", t);
+        }
+    }
+
+    /** Wakes a thread waiting on the worker's event fd (any thread may call it). */
+    void signal(MemorySegment worker) {
+        try {
+            check("ucp_worker_signal", (byte) workerSignal.invokeExact(worker));
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UcxException("ucp_worker_signal failed", t);
+        }
+    }
+
+    /** {@code poll(2)} for input on one fd, at most {@code millis}; {@code pollfd} is 8 bytes of scratch. */
+    void awaitInput(MemorySegment pollfd, int fd, int millis) {
+        pollfd.set(JAVA_INT, 0, fd);
+        pollfd.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
+        pollfd.set(java.lang.foreign.ValueLayout.JAVA_SHORT, 6, (short) 0);
+        try {
+            int rc = (int) poll.invokeExact(pollfd, 1L, millis);
+            if (rc < 0) {
+                // EINTR and the like: the loop just goes round again
+                Thread.onSpinWait();
+            }
+        } catch (Throwable t) {
+            throw new UcxException("poll failed", t);
         }
     }
 

@@ -25,12 +25,14 @@ final class UcpAbi {
     static final int UCS_OK = 0;
     static final int UCS_INPROGRESS = 1;
     static final int UCS_ERR_NO_ELEM = -12;
+    static final int UCS_ERR_BUSY = -15;
     static final int UCS_ERR_REJECTED = -23;
     static final int UCS_ERR_CONNECTION_RESET = -25;
 
     static final long PARAM_FIELD_FEATURES = 1;
     static final long FEATURE_RMA = 2;
     static final long FEATURE_AM = 64;
+    static final long FEATURE_WAKEUP = 16;
     static final long WORKER_PARAM_FIELD_THREAD_MODE = 1;
     static final int THREAD_MODE_SINGLE = 0;
     static final long LISTENER_PARAM_FIELD_SOCK_ADDR = 1;

@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntConsumer;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -37,8 +36,8 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  */
 final class UcxLoop implements AutoCloseable {
     static final int CONTROL_AM_ID = 0x5253;
-    private static final long SPIN_NANOS = 2_000_000L;
-    private static final long PARK_NANOS = 100_000L;
+    /** Idle this long, the loop stops polling and sleeps on the worker's event fd (a CPU is precious). */
+    private static final long SPIN_NANOS = 50_000L;
     private static final long TIMER_NANOS = 5_000_000L;
 
     /** What the loop tells the owner of an endpoint (on the loop thread). */
@@ -63,6 +62,9 @@ final class UcxLoop implements AutoCloseable {
     private final CompletableFuture<Void> started = new CompletableFuture<>();
     private final Arena stubs = Arena.ofShared();
     private volatile boolean stopping;
+    /** The loop is (about to be) asleep on the event fd: {@link #execute} must signal the worker. */
+    private volatile boolean sleeping;
+    private int eventFd = -1;
     private MemorySegment context = MemorySegment.NULL;
     private MemorySegment worker = MemorySegment.NULL;
     private MemorySegment errStub;
@@ -96,7 +98,9 @@ final class UcxLoop implements AutoCloseable {
     /** Runs {@code task} on the loop thread soon. */
     void execute(Runnable task) {
         tasks.add(task);
-        LockSupport.unpark(thread);
+        if (sleeping && !stopping && !inLoop()) {
+            ucp.signal(worker);
+        }
     }
 
     /** Runs {@code task} on the loop thread every few milliseconds (register on the loop thread). */
@@ -166,8 +170,9 @@ final class UcxLoop implements AutoCloseable {
 
     private void run() {
         try {
-            context = ucp.init(UcpAbi.FEATURE_RMA | UcpAbi.FEATURE_AM);
+            context = ucp.init(UcpAbi.FEATURE_RMA | UcpAbi.FEATURE_AM | UcpAbi.FEATURE_WAKEUP);
             worker = ucp.workerCreate(context);
+            eventFd = ucp.eventFd(worker);
             MemorySegment amStub = Ucp.upcallStub(bind("onActiveMessage", MethodType.methodType(byte.class,
                     MemorySegment.class, MemorySegment.class, long.class, MemorySegment.class, long.class,
                     MemorySegment.class)), Ucp.AM_RECV, stubs);
@@ -205,9 +210,9 @@ final class UcxLoop implements AutoCloseable {
             if (work > 0) {
                 idleSince = now;
             } else if (now - idleSince > SPIN_NANOS) {
-                LockSupport.parkNanos(PARK_NANOS);
+                sleepUntilEvent(nextTimer - now);
             } else {
-                Thread.onSpinWait();
+                Thread.yield(); // other threads (the consumer, the producer) may need this CPU more
             }
         }
         // closing: finish what the owners started (endpoint closes), then tear down
@@ -222,6 +227,29 @@ final class UcxLoop implements AutoCloseable {
         }
         destroy();
     }
+
+    /**
+     * Sleeps on the worker's event fd until UCX has something, another thread hands work over
+     * (it signals the worker), or the next timer is due. Arming first is what makes this safe:
+     * an event that came in before makes the arm fail and the loop progress again instead.
+     */
+    private void sleepUntilEvent(long nanosToTimer) {
+        sleeping = true;
+        try {
+            if (!tasks.isEmpty() || stopping || !ucp.arm(worker)) {
+                return;
+            }
+            if (!tasks.isEmpty() || stopping) {
+                return;
+            }
+            int millis = (int) Math.max(1, Math.min(TIMER_NANOS, nanosToTimer) / 1_000_000L);
+            ucp.awaitInput(pollfd, eventFd, millis);
+        } finally {
+            sleeping = false;
+        }
+    }
+
+    private final MemorySegment pollfd = Arena.global().allocate(8);
 
     private int pollRequests() {
         int done = 0;
@@ -330,7 +358,9 @@ final class UcxLoop implements AutoCloseable {
             return;
         }
         stopping = true;
-        LockSupport.unpark(thread);
+        if (sleeping) {
+            ucp.signal(worker);
+        }
         if (!inLoop()) {
             try {
                 thread.join();

@@ -96,7 +96,7 @@ public final class BenchSource {
 
     private static void awaitDelivered(RemoteQueue q, long n) {
         while (q.stats().delivered() < n) {
-            Thread.onSpinWait();
+            Thread.yield();
         }
     }
 
