@@ -36,9 +36,23 @@ public final class CrossHostBench {
     private CrossHostBench() {
     }
 
+    /**
+     * {@code refshare bench --cross-host}: runs {@code sizes} (default 1 KiB, 64 KiB, 1 MiB,
+     * 16 MiB), prints the rows and the targets' verdicts; 0 when every target is met, else 3.
+     */
+    public static int report(List<Long> sizes, PrintStream out) throws Exception {
+        long[] s = sizes == null || sizes.isEmpty() ? DEFAULT_SIZES : sizes.stream().mapToLong(Long::longValue).toArray();
+        List<Row> rows = run(s, out);
+        List<String> verdicts = verdicts(rows);
+        verdicts.forEach(out::println);
+        return verdicts.stream().anyMatch(v -> v.endsWith("NOT met")) ? 3 : 0;
+    }
+
+    public static final long[] DEFAULT_SIZES = {1024, 64 << 10, 1 << 20, 16 << 20};
+
     /** Standalone: {@code java -cp ... io.refshare.ucx.bench.CrossHostBench [SIZE_BYTES...]}. */
     public static void main(String[] args) throws Exception {
-        long[] sizes = args.length == 0 ? new long[]{1024, 64 << 10, 1 << 20, 16 << 20}
+        long[] sizes = args.length == 0 ? DEFAULT_SIZES
                 : Arrays.stream(args).mapToLong(Long::parseLong).toArray();
         List<Row> rows = run(sizes, System.out);
         verdicts(rows).forEach(System.out::println);
