@@ -37,7 +37,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 final class UcxLoop implements AutoCloseable {
     static final int CONTROL_AM_ID = 0x5253;
     /** Idle this long, the loop stops polling and sleeps on the worker's event fd (a CPU is precious). */
-    private static final long SPIN_NANOS = 50_000L;
+    private static final long SPIN_NANOS = 500_000L;
     private static final long TIMER_NANOS = 5_000_000L;
 
     /** What the loop tells the owner of an endpoint (on the loop thread). */

@@ -29,6 +29,8 @@ import java.util.concurrent.TimeUnit;
  * stdin closes.
  */
 public final class BenchSink {
+    /** Offers in flight: enough to keep a fast link busy while each read waits for its round trip. */
+    static final int WINDOW = 16;
     static final int FLAG_PLAIN = 0;
     static final int FLAG_PROBE = 1;
     static final int FLAG_LAST = 3;
@@ -44,7 +46,7 @@ public final class BenchSink {
     private static void ucx(Path dir, InetSocketAddress at, BridgeSecret secret) throws Exception {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
              ShareQueue q = ShareQueue.create(rs, 64);
-             BridgeReceiver r = BridgeReceiver.listen(rs, q, at, secret, 16)) {
+             BridgeReceiver r = BridgeReceiver.listen(rs, q, at, secret, WINDOW)) {
             Thread consumer = Thread.ofPlatform().start(() -> {
                 try {
                     while (true) {

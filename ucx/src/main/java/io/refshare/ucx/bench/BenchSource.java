@@ -43,7 +43,7 @@ public final class BenchSource {
             }
             try {
                 if (ucx) {
-                    try (RemoteQueue q = RemoteQueue.connect(to, BridgeSecret.read(Path.of(a[7])), 16,
+                    try (RemoteQueue q = RemoteQueue.connect(to, BridgeSecret.read(Path.of(a[7])), BenchSink.WINDOW,
                             Duration.ofSeconds(30))) {
                         runUcx(q, pool, count, throughput);
                     }
