@@ -32,6 +32,11 @@ public final class BridgeReceiver implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(BridgeReceiver.class.getName());
     /** How long {@link #listen} retries an address that is still busy. */
     private static final long LISTEN_RETRY_NANOS = 10_000_000_000L;
+    /**
+     * A large tensor is read in reads of this size: each one's arrival is proof the sender
+     * lives (its heartbeats wait behind the data), and several reads keep the link busy.
+     */
+    static final long READ_CHUNK_BYTES = 4L << 20;
 
     /** Counts since listen; {@code peersRefused}: connections refused for a wrong secret (either side found it) or by this side for malformed or unexpected messages. */
     public record Stats(long received, long delivered, long peersAccepted, long peersRefused, long endsOfStream,
@@ -208,32 +213,59 @@ public final class BridgeReceiver implements AutoCloseable {
                     + " has a remote key UCX refuses: " + e.getMessage());
             return;
         }
-        MemorySegment request;
-        try {
-            request = loop.ucp.get(p.link.endpoint(), into, o.remoteAddress(), rkey);
-        } catch (UcxException e) {
-            loop.ucp.destroyRkey(rkey);
-            t.close();
-            p.link.refuse(BridgeMessage.Refused.UNUSABLE_OFFER, "reading offer " + o.sequence() + " of "
-                    + p.link.peer() + " failed: " + e.getMessage());
-            return;
-        }
+        int chunks = (int) ((length + READ_CHUNK_BYTES - 1) / READ_CHUNK_BYTES);
+        int[] left = {chunks};
+        boolean[] failed = {false};
         p.reading.add(c);
         toDeliver.add(c); // delivery keeps the senders' order
-        loop.track(request, status -> {
-            loop.ucp.destroyRkey(rkey);
-            p.reading.remove(c);
-            if (status == UcpAbi.UCS_OK) {
-                c.done = true;
-            } else {
-                toDeliver.remove(c);
-                c.tensor.close();
+        for (int i = 0; i < chunks; i++) {
+            long from = i * READ_CHUNK_BYTES;
+            long n = Math.min(READ_CHUNK_BYTES, length - from);
+            MemorySegment request;
+            try {
+                request = loop.ucp.get(p.link.endpoint(), into.asSlice(from, n), o.remoteAddress() + from, rkey);
+            } catch (UcxException e) {
+                // the reads already started still complete (or fail) and count down below
+                failed[0] = true;
+                left[0] -= chunks - i;
                 if (!p.lost) {
-                    p.link.end("reading offer " + c.sequence + " failed: " + loop.ucp.statusText(status));
+                    p.link.refuse(BridgeMessage.Refused.UNUSABLE_OFFER, "reading offer " + o.sequence() + " of "
+                            + p.link.peer() + " failed: " + e.getMessage());
                 }
+                if (left[0] == 0) {
+                    finishRead(p, c, rkey, false);
+                }
+                return;
             }
-            deliver();
-        });
+            loop.track(request, status -> {
+                if (status == UcpAbi.UCS_OK) {
+                    if (!p.lost) {
+                        p.link.heard();
+                    }
+                } else {
+                    failed[0] = true;
+                }
+                if (--left[0] == 0) {
+                    finishRead(p, c, rkey, !failed[0]);
+                }
+            });
+        }
+    }
+
+    /** All reads of a copy ended: it goes on to delivery, or (any read failed) is released. */
+    private void finishRead(Peer p, Copy c, MemorySegment rkey, boolean ok) {
+        loop.ucp.destroyRkey(rkey);
+        p.reading.remove(c);
+        if (ok) {
+            c.done = true;
+        } else {
+            toDeliver.remove(c);
+            c.tensor.close();
+            if (!p.lost) {
+                p.link.end("reading offer " + c.sequence + " failed");
+            }
+        }
+        deliver();
     }
 
     /** Puts finished copies on the local queue in order, as long as it has room. */

@@ -98,6 +98,15 @@ final class Link implements UcxLoop.Endpoint {
         });
     }
 
+    /**
+     * Evidence of life other than a message: a chunk of a remote read arrived. Control messages
+     * queue behind bulk data on the same connection, so a long read must count as hearing
+     * from the peer, or a slow link would look silent.
+     */
+    void heard() {
+        lastHeardNanos = System.nanoTime();
+    }
+
     /** Called by the loop's timer: heartbeats out, silence and handshake deadlines in. */
     void tick(long now) {
         if (state == State.ENDED) {
