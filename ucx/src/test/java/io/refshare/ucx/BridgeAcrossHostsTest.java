@@ -140,6 +140,50 @@ class BridgeAcrossHostsTest {
         }
     }
 
+    /** A Python consumer on the receiving host takes what crossed, as from any producer. */
+    @Test
+    void aPythonConsumerOnTheReceivingHostTakesThem() throws Exception {
+        Path python = Path.of("/usr/bin/python3");
+        Path pkg = Path.of("..", "python").toAbsolutePath().normalize();
+        assertTrue(Files.isExecutable(python) && Files.isDirectory(pkg.resolve("refshare")),
+                "needs Debian's python3 and the python/ package (./run-tests installs numpy)");
+        try (TwoHosts h = TwoHosts.create()) {
+            Path secret = h.secret("ok", SECRET);
+            try (Refshare rsA = open(h.shmA); ShareQueue qa = ShareQueue.create(rsA, 4)) {
+                BridgeChild recv = receiver(h, secret, 4, 8);
+                String qb = recv.expect("ready ", 30).substring(6);
+                BridgeChild send = sender(h, qa.name(), secret, 8);
+                send.expect("connected", 30);
+                String script = String.join("\n",
+                        "import refshare",
+                        "with refshare.open(directory='" + h.shmB + "') as rs, rs.open_queue('" + qb + "') as q:",
+                        "    for i in range(3):",
+                        "        t = q.take()",
+                        "        with t:",
+                        "            a = t.numpy()",
+                        "            print('T', a.dtype, a.shape, float(a.sum()), flush=True)");
+                BridgeChild py = h.startProgram(h.nsB, "python-consumer", List.of(python.toString(), "-c", script),
+                        java.util.Map.of("PYTHONPATH", pkg.toString()));
+                for (int i = 0; i < 3; i++) {
+                    try (Tensor t = rsA.allocate(DType.FLOAT32, 8, 8)) {
+                        for (int k = 0; k < 64; k++) {
+                            t.data().setAtIndex(ValueLayout.JAVA_FLOAT, k, i + 0.5f);
+                        }
+                        qa.put(t);
+                    }
+                }
+                for (int i = 0; i < 3; i++) {
+                    assertEquals("T float32 (8, 8) " + 64 * (i + 0.5), py.expect("T ", 60));
+                }
+                awaitStat(send, "delivered", v -> v == 3);
+                assertEquals(0, send.quit(30));
+                assertEquals(0, recv.quit(30));
+                py.close();
+                assertTrue(rsA.awaitLimboEmpty(Duration.ofSeconds(10)));
+            }
+        }
+    }
+
     @Test
     void aWrongSecretIsRefused() throws Exception {
         try (TwoHosts h = TwoHosts.create()) {

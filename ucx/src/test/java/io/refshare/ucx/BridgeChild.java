@@ -59,6 +59,18 @@ final class BridgeChild implements AutoCloseable {
         }
     }
 
+    /** Any program (a Python consumer, say) with UCX's environment for the two hosts. */
+    static BridgeChild startProgram(String name, List<String> command, java.util.Map<String, String> env) {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().putAll(env);
+        try {
+            Process p = pb.start();
+            return new BridgeChild(name + "#" + p.pid(), p);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     void send(String line) {
         in.println(line);
     }

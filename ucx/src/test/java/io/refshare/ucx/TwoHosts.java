@@ -57,6 +57,15 @@ final class TwoHosts implements AutoCloseable {
         return c;
     }
 
+    /** Starts a program in namespace {@code ns} (tracked: ended by {@link #close()}). */
+    BridgeChild startProgram(String ns, String name, List<String> command, java.util.Map<String, String> env) {
+        List<String> cmd = new ArrayList<>(HostPair.in(ns));
+        cmd.addAll(command);
+        BridgeChild c = BridgeChild.startProgram(name, cmd, env);
+        children.add(c);
+        return c;
+    }
+
     /** Cuts (false) or restores (true) the cable: host A's end of the veth pair. */
     void link(boolean up) throws IOException {
         pair.link(up);
