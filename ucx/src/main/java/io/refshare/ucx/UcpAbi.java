@@ -61,6 +61,7 @@ final class UcpAbi {
     static final int AM_SEND_FLAG_EAGER = 2;
     static final long AM_RECV_ATTR_FIELD_REPLY_EP = 1;
     static final long AM_RECV_ATTR_FLAG_DATA = 65536;
+    static final long AM_RECV_ATTR_FLAG_RNDV = 131072;
     static final short AF_INET = 2;
 
     private static MemoryLayout pad(long bytes) {

@@ -287,9 +287,12 @@ final class UcxLoop implements AutoCloseable {
         try {
             MemorySegment p = param.reinterpret(UcpAbi.AM_RECV_PARAM.byteSize());
             long attr = p.get(JAVA_LONG, 0);
-            if ((attr & UcpAbi.AM_RECV_ATTR_FIELD_REPLY_EP) == 0 || length > ControlCodec.MAX_FRAME_BYTES
-                    || (attr & UcpAbi.AM_RECV_ATTR_FLAG_DATA) != 0 && length < 0) {
-                return (byte) UcpAbi.UCS_OK; // no peer to answer, or bigger than any valid frame: dropped unread
+            if ((attr & UcpAbi.AM_RECV_ATTR_FIELD_REPLY_EP) == 0 || (attr & UcpAbi.AM_RECV_ATTR_FLAG_RNDV) != 0
+                    || length > ControlCodec.MAX_FRAME_BYTES) {
+                // no peer to answer, a rendezvous (no control frame is sent so: the data pointer is
+                // only a descriptor) or bigger than any valid frame: dropped unread; UCS_OK lets
+                // UCX release it
+                return (byte) UcpAbi.UCS_OK;
             }
             Endpoint owner = endpoints.get(p.get(ADDRESS, 8).address());
             if (owner != null) {
