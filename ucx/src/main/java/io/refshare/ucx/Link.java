@@ -214,12 +214,23 @@ final class Link implements UcxLoop.Endpoint {
         if (state == State.ENDED) {
             return;
         }
-        send(new BridgeMessage.Refused(reason));
-        // give the refusal a moment to leave before the endpoint closes
         State was = state;
         state = State.ENDED;
         MemorySegment endpoint = ep;
-        loop.after(100, () -> loop.closeEndpoint(endpoint));
+        // the endpoint closes once the refusal has left (or after a second, if it cannot leave)
+        boolean[] closed = {false};
+        Runnable close = () -> {
+            if (!closed[0]) {
+                closed[0] = true;
+                loop.closeEndpoint(endpoint);
+            }
+        };
+        try {
+            loop.send(endpoint, ControlCodec.encode(new BridgeMessage.Refused(reason)), status -> close.run());
+        } catch (UcxException e) {
+            close.run();
+        }
+        loop.after(1000, close);
         session.lost(this, why, reason == BridgeMessage.Refused.BAD_SECRET && was != State.READY, true);
     }
 
