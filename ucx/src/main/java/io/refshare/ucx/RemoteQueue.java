@@ -1,6 +1,5 @@
 package io.refshare.ucx;
 
-import io.refshare.Refshare;
 import io.refshare.tensor.Tensor;
 import io.refshare.tensor.TensorLayout;
 
