@@ -68,10 +68,17 @@ public final class BenchCommand implements Callable<Integer> {
             description = "file name prefix (default: ${DEFAULT-VALUE})")
     String prefix;
 
+    @Option(names = "--cross-host", description = {"instead: the cross-host rows, UCX bridge against a plain TCP socket",
+            "between two network namespaces (needs root; docs/hosts.md)"})
+    boolean crossHost;
+
     private BenchResults results;
 
     @Override
     public Integer call() throws Exception {
+        if (crossHost) {
+            return io.refshare.ucx.bench.CrossHostBench.report(sizes, System.out);
+        }
         Settings settings = new Settings(sizes != null ? sizes : quick ? QUICK_SIZES : FULL_SIZES, quick, iterations,
                 warmup != null ? warmup : quick ? 5_000 : 20_000, directory, prefix, !noTorch, !noPython);
         if (out != null) {

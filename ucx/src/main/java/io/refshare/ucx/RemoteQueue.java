@@ -1,0 +1,355 @@
+package io.refshare.ucx;
+
+import io.refshare.tensor.Tensor;
+import io.refshare.tensor.TensorLayout;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * The sending end of a bridge: a queue on another host, reached over UCX. {@link #put} hands
+ * a tensor to the remote {@link BridgeReceiver}, which reads its bytes one-sidedly (RMA get,
+ * no copy by this process's CPU) into its own shared memory and puts them on its local queue.
+ *
+ * <h2>References</h2>
+ * {@code put} takes a reference of its own to the tensor's storage (the caller may close its
+ * tensor at once, as with a local queue). That reference is released when the receiver
+ * reports the copy on its queue ({@code delivered}), or, if the link fails first, when the
+ * failure is seen (within about a second: {@link BridgeTimings}): such tensors are counted
+ * as {@linkplain Stats#unconfirmed() unconfirmed} and are not sent again (at most once).
+ * Tensors not yet offered when the link failed wait and go out after the automatic reconnect.
+ * Each reference is released exactly once.
+ *
+ * <h2>Back-pressure</h2>
+ * At most {@code window} tensors are held at a time (offered and not yet delivered, or
+ * waiting for the link); {@code put} waits while that many are held, so a full remote queue
+ * (whose receiver delivers nothing) slows the sender and loses nothing.
+ *
+ * <h2>Threads</h2>
+ * {@code put} and {@code close} may be called from any thread; the UCX work runs on one
+ * loop thread of this handle.
+ */
+public final class RemoteQueue implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(RemoteQueue.class.getName());
+    public static final int DEFAULT_WINDOW = 16;
+
+    /** Counts since connect. */
+    public record Stats(long offered, long delivered, long unconfirmed, long connects, String lastError) {
+    }
+
+    /** A tensor this side holds for the peer: its own reference, and the registration while offered. */
+    private static final class Held {
+        final long sequence;
+        final Tensor tensor;
+        MemorySegment memh = MemorySegment.NULL;
+
+        Held(long sequence, Tensor tensor) {
+            this.sequence = sequence;
+            this.tensor = tensor;
+        }
+    }
+
+    private final InetSocketAddress address;
+    private final BridgeSecret secret;
+    private final UcxLoop loop;
+    private final Semaphore window;
+    // loop thread only
+    private final ArrayDeque<Held> waiting = new ArrayDeque<>();
+    private final Map<Long, Held> offered = new HashMap<>();
+    private Link link;
+    private int peerWindow;
+    private long nextSequence;
+    private boolean closing;
+    // any thread
+    private final AtomicLong offeredCount = new AtomicLong();
+    private final AtomicLong deliveredCount = new AtomicLong();
+    private final AtomicLong unconfirmedCount = new AtomicLong();
+    private final AtomicLong connects = new AtomicLong();
+    private final AtomicReference<String> lastError = new AtomicReference<>();
+    private final CompletableFuture<Void> firstConnect = new CompletableFuture<>();
+    private volatile CompletableFuture<Void> drained;
+
+    private RemoteQueue(InetSocketAddress address, BridgeSecret secret, int window) {
+        this.address = address;
+        this.secret = secret;
+        this.window = new Semaphore(window);
+        this.loop = UcxLoop.start("refshare-bridge-send");
+    }
+
+    /**
+     * Connects to the receiver at {@code address} and proves the shared secret, waiting at
+     * most {@code timeout}; afterwards the handle reconnects by itself whenever the link fails.
+     *
+     * @throws UcxUnavailableException when UCX cannot be loaded
+     * @throws UcxException            when the peer refuses (wrong secret) or cannot be reached in time
+     */
+    public static RemoteQueue connect(InetSocketAddress address, BridgeSecret secret, int window, Duration timeout) {
+        if (window < 1 || window > ControlCodec.MAX_WINDOW) {
+            throw new IllegalArgumentException("window " + window + " outside 1.." + ControlCodec.MAX_WINDOW);
+        }
+        RemoteQueue q = new RemoteQueue(address, secret, window);
+        q.loop.execute(() -> {
+            q.loop.every(q::tick);
+            q.dial();
+        });
+        try {
+            q.firstConnect.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            return q;
+        } catch (java.util.concurrent.ExecutionException e) {
+            q.close();
+            throw e.getCause() instanceof UcxException u ? new UcxException(u.getMessage(), u) : new UcxException(
+                    "connecting to " + address + " failed", e.getCause());
+        } catch (java.util.concurrent.TimeoutException e) {
+            q.close();
+            throw new UcxException("no bridge answered at " + address + " within " + timeout.toMillis() + " ms"
+                    + (q.lastError.get() == null ? "" : " (last: " + q.lastError.get() + ")"));
+        } catch (InterruptedException e) {
+            q.close();
+            Thread.currentThread().interrupt();
+            throw new UcxException("interrupted while connecting to " + address);
+        }
+    }
+
+    /** {@link #connect(InetSocketAddress, BridgeSecret, int, Duration)} with the default window and 10 s. */
+    public static RemoteQueue connect(InetSocketAddress address, BridgeSecret secret) {
+        return connect(address, secret, DEFAULT_WINDOW, Duration.ofSeconds(10));
+    }
+
+    /**
+     * Sends {@code tensor} to the remote queue, waiting while {@code window} tensors are held.
+     * The caller keeps its tensor (and may close it at once).
+     *
+     * @throws IllegalStateException when this handle is closed
+     */
+    public void put(Tensor tensor) throws InterruptedException {
+        if (drained != null) {
+            throw new IllegalStateException("remote queue to " + address + " is closed");
+        }
+        Tensor own = new Tensor(tensor.storage().retain(), tensor.layout());
+        try {
+            window.acquire();
+        } catch (InterruptedException e) {
+            own.close();
+            throw e;
+        }
+        loop.execute(() -> {
+            waiting.add(new Held(nextSequence++, own));
+            pump();
+        });
+    }
+
+    public Stats stats() {
+        return new Stats(offeredCount.get(), deliveredCount.get(), unconfirmedCount.get(), connects.get(),
+                lastError.get());
+    }
+
+    public InetSocketAddress address() {
+        return address;
+    }
+
+    // ---- loop thread ----
+
+    private void dial() {
+        if (closing && waiting.isEmpty()) {
+            return;
+        }
+        try {
+            link = Link.connect(loop, address, secret, session);
+        } catch (UcxException e) {
+            failedAttempt("connecting to " + address + " failed: " + e.getMessage(), false);
+        }
+    }
+
+    private final Link.Session session = new Link.Session() {
+        @Override
+        public void ready(Link l, int w) {
+            peerWindow = w;
+            connects.incrementAndGet();
+            if (connects.get() > 1) {
+                LOG.log(System.Logger.Level.INFO, "bridge to {0}: connected again", address);
+            }
+            firstConnect.complete(null);
+            pump();
+        }
+
+        @Override
+        public void message(Link l, BridgeMessage m) {
+            if (m instanceof BridgeMessage.Delivered d) {
+                Held h = offered.remove(d.sequence());
+                if (h == null) {
+                    l.refuse(BridgeMessage.Refused.BAD_MESSAGE, address + " confirmed an offer never made ("
+                            + d.sequence() + ")");
+                    return;
+                }
+                release(h);
+                deliveredCount.incrementAndGet();
+                pump();
+            } else {
+                l.refuse(BridgeMessage.Refused.BAD_MESSAGE, address + " sent a "
+                        + m.getClass().getSimpleName() + ", which only a sender sends");
+            }
+        }
+
+        @Override
+        public void lost(Link l, String reason, boolean refusedSecret, boolean refusedHere) {
+            lastError.set(reason);
+            int returned = offered.size();
+            for (Held h : offered.values()) {
+                release(h);
+            }
+            offered.clear();
+            unconfirmedCount.addAndGet(returned);
+            boolean wasReady = connects.get() > 0 && firstConnect.isDone();
+            if (returned > 0 || wasReady && !closing) {
+                LOG.log(System.Logger.Level.WARNING, "bridge to {0} lost: {1}; {2} tensors offered and not confirmed "
+                        + "were released", address, reason, returned);
+            }
+            link = null;
+            failedAttempt(reason, refusedSecret);
+        }
+    };
+
+    private void failedAttempt(String reason, boolean fatal) {
+        lastError.set(reason);
+        if (fatal && !firstConnect.isDone()) {
+            firstConnect.completeExceptionally(new UcxException(reason));
+            return;
+        }
+        if (!closing || !waiting.isEmpty()) {
+            loop.after(BridgeTimings.RECONNECT_MILLIS, this::dial);
+        }
+        checkDrained();
+    }
+
+    private void tick() {
+        if (link != null) {
+            link.tick(System.nanoTime());
+        }
+    }
+
+    /** Offers waiting tensors while the peer's window has room. */
+    private void pump() {
+        while (link != null && link.ready() && !waiting.isEmpty() && offered.size() < peerWindow) {
+            Held h = waiting.poll();
+            try {
+                offer(h);
+            } catch (RuntimeException e) {
+                // the registration failed: this tensor cannot be sent; give it back rather than lose the reference
+                LOG.log(System.Logger.Level.ERROR, "cannot offer a tensor to " + address + "; released", e);
+                release(h);
+                unconfirmedCount.incrementAndGet();
+            }
+        }
+        checkDrained();
+    }
+
+    private void offer(Held h) {
+        Tensor t = h.tensor;
+        TensorLayout l = t.layout();
+        // the bytes from the first element to one past the last, as a layout starting at 0
+        TensorLayout wire = new TensorLayout(l.dtype(), l.shape(), l.strides(), 0);
+        MemorySegment data = t.data();
+        long length = data.byteSize();
+        byte[] rkey;
+        if (length == 0) {
+            rkey = new byte[]{0}; // nothing to read: the receiver never unpacks it
+        } else {
+            h.memh = loop.ucp.memMap(loop.context(), data.address(), length);
+            rkey = loop.ucp.packRkey(loop.context(), h.memh);
+        }
+        offered.put(h.sequence, h);
+        offeredCount.incrementAndGet();
+        link.send(new BridgeMessage.Offer(h.sequence, wire, length, data.address(), rkey));
+    }
+
+    private void release(Held h) {
+        if (!h.memh.equals(MemorySegment.NULL)) {
+            loop.ucp.memUnmap(loop.context(), h.memh);
+            h.memh = MemorySegment.NULL;
+        }
+        h.tensor.close();
+        window.release();
+    }
+
+    private void checkDrained() {
+        CompletableFuture<Void> d = drained;
+        if (closing && d != null && waiting.isEmpty() && offered.isEmpty()) {
+            d.complete(null);
+        }
+    }
+
+    /**
+     * Waits (at most {@code timeout}) until every tensor put is delivered or released, tells
+     * the receiver the stream ended, and disconnects. Tensors still held after the timeout are
+     * released (counted unconfirmed). Idempotent.
+     */
+    public void close(Duration timeout) {
+        CompletableFuture<Void> d;
+        synchronized (this) {
+            if (drained != null) {
+                return;
+            }
+            d = drained = new CompletableFuture<>();
+        }
+        loop.execute(() -> {
+            closing = true;
+            checkDrained();
+        });
+        try {
+            d.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        CompletableFuture<Void> ended = new CompletableFuture<>();
+        loop.execute(() -> {
+            if (link != null && link.ready() && waiting.isEmpty() && offered.isEmpty()) {
+                link.send(new BridgeMessage.End());
+            }
+            for (Held h : waiting) {
+                release(h);
+                unconfirmedCount.incrementAndGet();
+            }
+            waiting.clear();
+            if (link != null) {
+                Link l = link;
+                // let the end message leave, then disconnect (lost() releases what is still offered)
+                loop.after(50, () -> {
+                    l.end("closed by this side");
+                    ended.complete(null);
+                });
+            } else {
+                ended.complete(null);
+            }
+        });
+        try {
+            ended.get(5, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        loop.close();
+    }
+
+    /** {@link #close(Duration)} waiting at most 30 s for deliveries. */
+    @Override
+    public void close() {
+        close(Duration.ofSeconds(30));
+    }
+
+    @Override
+    public String toString() {
+        return "RemoteQueue[" + address + "]";
+    }
+}
