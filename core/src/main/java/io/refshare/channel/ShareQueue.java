@@ -117,6 +117,28 @@ public final class ShareQueue implements AutoCloseable {
         return new ShareQueue(refshare, ShmQueue.open(refshare.sharing().directory(), name), false);
     }
 
+    /**
+     * As {@link #create(Refshare, int)}, this handle waiting with {@code waiting} (the
+     * default is {@link WaitStrategy#BACKOFF}).
+     */
+    public static ShareQueue create(Refshare refshare, int capacity, WaitStrategy waiting) {
+        java.util.Objects.requireNonNull(waiting, "waiting");
+        ShareQueue q = create(refshare, capacity);
+        q.queue.waitWith(waiting);
+        return q;
+    }
+
+    /**
+     * As {@link #open(Refshare, String)}, this handle waiting with {@code waiting} (the
+     * default is {@link WaitStrategy#BACKOFF}).
+     */
+    public static ShareQueue open(Refshare refshare, String name, WaitStrategy waiting) {
+        java.util.Objects.requireNonNull(waiting, "waiting");
+        ShareQueue q = open(refshare, name);
+        q.queue.waitWith(waiting);
+        return q;
+    }
+
     private static void requireOpen(Refshare refshare) {
         if (refshare.isClosed()) {
             throw new IllegalStateException("the Refshare is closed: open a new one to create or open queues");

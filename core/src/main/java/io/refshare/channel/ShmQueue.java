@@ -151,6 +151,8 @@ public final class ShmQueue implements AutoCloseable {
     private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
     private final AtomicLong nextProducersCheck = new AtomicLong(System.nanoTime());
     private volatile boolean detaching;
+    /** How this handle's waiters spend the time between attempts. */
+    private volatile WaitStrategy waiting = WaitStrategy.BACKOFF;
     private boolean detached;
     private int rolesRecorded;
 
@@ -236,6 +238,11 @@ public final class ShmQueue implements AutoCloseable {
             Geometry g = Geometry.read(f.segment(), f.size(), f.path().toString());
             return stats(name, f.segment(), g, new Participants(f.segment(), g), ownerOf(f.segment()));
         }
+    }
+
+    /** Sets how this handle waits (default {@link WaitStrategy#BACKOFF}); for waits that start later. */
+    public void waitWith(WaitStrategy strategy) {
+        waiting = java.util.Objects.requireNonNull(strategy, "strategy");
     }
 
     public String name() {
@@ -695,7 +702,9 @@ public final class ShmQueue implements AutoCloseable {
 
     private boolean awaitRoom(byte[] message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
-        if (nanos > 0 && spinUntil(start, start + Math.min(nanos, SPIN_NANOS), () -> hasRoom() || closedFlag())
+        boolean busy = waiting == WaitStrategy.BUSY_SPIN;
+        Condition room = () -> hasRoom() || closedFlag() || detaching;
+        if (nanos > 0 && spinUntil(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : SPIN_NANOS), room, !busy)
                 && tryOffer(message, deadline)) {
             return true;
         }
@@ -704,10 +713,21 @@ public final class ShmQueue implements AutoCloseable {
             if (tryOffer(message, deadline)) {
                 return true;
             }
-            long remaining = deadline - System.nanoTime();
+            long now = System.nanoTime();
+            long remaining = deadline - now;
             if (remaining <= 0) {
                 passOnRoom();
                 return false;
+            }
+            if (busy) {
+                if (detaching) {
+                    throw handleClosed();
+                }
+                spinUntil(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), room, false);
+                if (Thread.interrupted()) {
+                    throw new InterruptedException();
+                }
+                continue;
             }
             int sequence = notFull.prepare(selfEntry);
             try {
@@ -731,7 +751,9 @@ public final class ShmQueue implements AutoCloseable {
     private <T> T awaitMessage(long start, long deadline, Function<byte[], T> whileClaimed)
             throws InterruptedException {
         long nanos = deadline - start;
-        if (nanos > 0 && spinUntil(start, start + Math.min(nanos, SPIN_NANOS), () -> hasMessage() || closedFlag())) {
+        boolean busy = waiting == WaitStrategy.BUSY_SPIN;
+        Condition message = () -> hasMessage() || closedFlag() || detaching;
+        if (nanos > 0 && spinUntil(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : SPIN_NANOS), message, !busy)) {
             T m = tryPoll(whileClaimed, deadline);
             if (m != null) {
                 return m;
@@ -749,10 +771,21 @@ public final class ShmQueue implements AutoCloseable {
             if (maybeCheckProducers()) {
                 continue; // the stream just ended: the next attempt reports it (or finds a last message)
             }
-            long remaining = deadline - System.nanoTime();
+            long now = System.nanoTime();
+            long remaining = deadline - now;
             if (remaining <= 0) {
                 passOnMessage();
                 return null;
+            }
+            if (busy) {
+                if (detaching) {
+                    throw handleClosed();
+                }
+                spinUntil(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), message, false);
+                if (Thread.interrupted()) {
+                    throw new InterruptedException();
+                }
+                continue;
             }
             int sequence = notEmpty.prepare(selfEntry);
             try {
@@ -805,8 +838,9 @@ public final class ShmQueue implements AutoCloseable {
      * CPU the message usually comes within the first microsecond or two; yielding from
      * the first spin made that case about 3 µs instead of 1. A yield with nothing else
      * runnable returns at once, so a waiter alone on its CPU keeps spinning as before.
+     * {@link WaitStrategy#BUSY_SPIN} never yields ({@code yields} false): its user gave it a CPU.
      */
-    private static boolean spinUntil(long start, long deadline, Condition condition) {
+    private static boolean spinUntil(long start, long deadline, Condition condition, boolean yields) {
         long yieldFrom = start + SPIN_ONLY_NANOS;
         for (int i = 1; ; i++) {
             Thread.onSpinWait();
@@ -818,7 +852,7 @@ public final class ShmQueue implements AutoCloseable {
                 if (now - deadline >= 0) {
                     return false;
                 }
-                if (now - yieldFrom >= 0) {
+                if (yields && now - yieldFrom >= 0) {
                     Thread.yield();
                 }
             }

@@ -19,7 +19,8 @@ import java.time.Duration;
  * of only verifying (a forwarding stage). With a stop count it closes the queue after
  * taking that many (an orderly consumer leaving mid-stream).
  * Prints {@code READY}, then {@code DONE taken bad rejected limboEmpty}.
- * Args: directory, queue, ids file, forward queue or "-", stop after (or -1).
+ * Args: directory, queue, ids file, forward queue or "-", stop after (or -1), and optionally
+ * the {@link WaitStrategy} of its handle (default BACKOFF).
  */
 public final class QueueConsumerMain {
     public static void main(String[] args) throws Exception {
@@ -32,7 +33,8 @@ public final class QueueConsumerMain {
         try (Refshare rs = Refshare.open(config);
              DataOutputStream ids = new DataOutputStream(new BufferedOutputStream(new FileOutputStream(args[2])))) {
             ShareQueue forward = args[3].equals("-") ? null : ShareQueue.open(rs, args[3]);
-            try (ShareQueue queue = ShareQueue.open(rs, args[1])) {
+            WaitStrategy waiting = args.length > 5 ? WaitStrategy.valueOf(args[5]) : WaitStrategy.BACKOFF;
+            try (ShareQueue queue = ShareQueue.open(rs, args[1], waiting)) {
                 System.out.println("READY");
                 System.out.flush();
                 while (taken != stopAfter) {
