@@ -4,6 +4,7 @@ import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.channel.QueueClosedException;
 import io.refshare.channel.ShareQueue;
+import io.refshare.channel.WaitStrategy;
 import io.refshare.tensor.Tensor;
 
 import java.io.BufferedReader;
@@ -39,7 +40,7 @@ public final class BenchPeer {
     static final String CLOCK = "CLOCK";
     static final String CONNECT = "CONNECT";
     static final String CONNECTED = "CONNECTED";
-    /** {@code RS_PINGPONG ping pong rounds mode}: replies {@code RESULT bad readAt...}. */
+    /** {@code RS_PINGPONG ping pong rounds mode [waitStrategy]}: replies {@code RESULT bad readAt...}. */
     static final String RS_PINGPONG = "RS_PINGPONG";
     /** {@code RS_STREAM queue messages warmup mode}: replies {@code RESULT bad start end}. */
     static final String RS_STREAM = "RS_STREAM";
@@ -101,20 +102,27 @@ public final class BenchPeer {
                 socket.connect(UnixDomainSocketAddress.of(w[1]));
                 reply(CONNECTED);
             }
-            case RS_PINGPONG -> refsharePingPong(w[1], w[2], Integer.parseInt(w[3]), Mode.valueOf(w[4]));
+            case RS_PINGPONG -> refsharePingPong(w[1], w[2], Integer.parseInt(w[3]), Mode.valueOf(w[4]), waiting(w, 5));
             case RS_RECLAIM -> refshareReclaim(w[1], w[2], Integer.parseInt(w[3]), Long.parseLong(w[4]));
-            case RS_STREAM -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.valueOf(w[4]));
+            case RS_STREAM -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.valueOf(w[4]),
+                    waiting(w, 5));
             case UDS_PINGPONG -> socketPingPong(Integer.parseInt(w[1]), Long.parseLong(w[2]));
             case UDS_STREAM -> socketStream(Integer.parseInt(w[1]), Integer.parseInt(w[2]), Long.parseLong(w[3]));
             default -> throw new IllegalArgumentException("unknown command " + w[0]);
         }
     }
 
-    private void refsharePingPong(String pingName, String pongName, int rounds, Mode mode) throws InterruptedException {
+    /** The wait strategy word {@code at} of a command, BACKOFF when absent. */
+    private static WaitStrategy waiting(String[] words, int at) {
+        return words.length > at ? WaitStrategy.valueOf(words[at]) : WaitStrategy.BACKOFF;
+    }
+
+    private void refsharePingPong(String pingName, String pongName, int rounds, Mode mode, WaitStrategy waiting)
+            throws InterruptedException {
         long[] readAt = new long[rounds];
         int bad = 0;
-        try (ShareQueue ping = ShareQueue.open(rs, pingName);
-             ShareQueue pong = ShareQueue.open(rs, pongName);
+        try (ShareQueue ping = ShareQueue.open(rs, pingName, waiting);
+             ShareQueue pong = ShareQueue.open(rs, pongName, waiting);
              Tensor ack = rs.allocateBytes(8)) {
             reply(READY);
             for (int i = 0; i < rounds; i++) {
@@ -171,10 +179,11 @@ public final class BenchPeer {
         }
     }
 
-    private void refshareStream(String name, int messages, int warmup, Mode mode) throws InterruptedException {
+    private void refshareStream(String name, int messages, int warmup, Mode mode, WaitStrategy waiting)
+            throws InterruptedException {
         int bad = 0;
         long start = 0;
-        try (ShareQueue queue = ShareQueue.open(rs, name)) {
+        try (ShareQueue queue = ShareQueue.open(rs, name, waiting)) {
             reply(READY);
             for (int i = 0; i < messages; i++) {
                 try (Tensor t = queue.take()) {

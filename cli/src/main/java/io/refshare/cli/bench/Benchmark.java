@@ -1,6 +1,7 @@
 package io.refshare.cli.bench;
 
 import io.refshare.Refshare;
+import io.refshare.channel.WaitStrategy;
 import io.refshare.inspect.Inventory;
 
 import java.io.IOException;
@@ -125,6 +126,10 @@ final class Benchmark {
                     p.window());
             add(new Measurement(p.size(), Measurement.REFSHARE + mode.label(), false, latency, throughput));
         }
+        RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
+        add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false,
+                spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()),
+                spinning.stream(p.size(), Mode.REUSE, p.streamWarmup(), p.streamMessages(), p.window())));
         LatencyStats latency = socket.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds());
         ThroughputStats throughput = socket.stream(p.size(), p.streamWarmup(), p.streamMessages());
         add(new Measurement(p.size(), Measurement.SOCKET, true, latency, throughput));

@@ -8,5 +8,7 @@ package io.refshare.cli.bench;
  */
 record Measurement(long size, String system, boolean baseline, LatencyStats latency, ThroughputStats throughput) {
     static final String REFSHARE = "refshare ";
+    /** refshare with both queue handles busy-spinning ({@code WaitStrategy.BUSY_SPIN}). */
+    static final String BUSY_SPIN = "refshare busy-spin ";
     static final String SOCKET = "unix socket copy";
 }

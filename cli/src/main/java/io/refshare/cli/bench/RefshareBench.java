@@ -2,6 +2,7 @@ package io.refshare.cli.bench;
 
 import io.refshare.Refshare;
 import io.refshare.channel.ShareQueue;
+import io.refshare.channel.WaitStrategy;
 import io.refshare.tensor.Tensor;
 
 import java.io.IOException;
@@ -29,20 +30,33 @@ final class RefshareBench {
 
     private final Refshare rs;
     private final PeerProcess peer;
+    /** How both ends' queue handles wait (the peer is told with each command). */
+    private final WaitStrategy waiting;
 
     RefshareBench(Refshare rs, PeerProcess peer) {
+        this(rs, peer, WaitStrategy.BACKOFF);
+    }
+
+    RefshareBench(Refshare rs, PeerProcess peer, WaitStrategy waiting) {
         this.rs = rs;
         this.peer = peer;
+        this.waiting = waiting;
+    }
+
+    /** The same measurements with both ends' handles waiting with {@code strategy}. */
+    RefshareBench waitingWith(WaitStrategy strategy) {
+        return new RefshareBench(rs, peer, strategy);
     }
 
     LatencyStats pingPong(long size, Mode mode, int warmup, int rounds) throws IOException, InterruptedException {
         int total = warmup + rounds;
         long[] sendAt = new long[total];
         long[] ackAt = new long[total];
-        try (ShareQueue ping = ShareQueue.create(rs, PING_PONG_CAPACITY);
-             ShareQueue pong = ShareQueue.create(rs, PING_PONG_CAPACITY);
+        try (ShareQueue ping = ShareQueue.create(rs, PING_PONG_CAPACITY, waiting);
+             ShareQueue pong = ShareQueue.create(rs, PING_PONG_CAPACITY, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
-            peer.send(BenchPeer.RS_PINGPONG, ping.name(), pong.name(), Integer.toString(total), mode.name());
+            peer.send(BenchPeer.RS_PINGPONG, ping.name(), pong.name(), Integer.toString(total), mode.name(),
+                    waiting.name());
             peer.await(BenchPeer.READY);
             for (int i = 0; i < total; i++) {
                 if (reused != null) {
@@ -67,9 +81,10 @@ final class RefshareBench {
     ThroughputStats stream(long size, Mode mode, int warmup, int messages, int window)
             throws IOException, InterruptedException {
         int total = warmup + messages;
-        try (ShareQueue queue = ShareQueue.create(rs, window);
+        try (ShareQueue queue = ShareQueue.create(rs, window, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
-            peer.send(BenchPeer.RS_STREAM, queue.name(), Integer.toString(total), Integer.toString(warmup), mode.name());
+            peer.send(BenchPeer.RS_STREAM, queue.name(), Integer.toString(total), Integer.toString(warmup), mode.name(),
+                    waiting.name());
             peer.await(BenchPeer.READY);
             for (int i = 0; i < total; i++) {
                 if (reused != null) {

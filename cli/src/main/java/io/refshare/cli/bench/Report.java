@@ -67,6 +67,8 @@ final class Report {
         line(s, "refshare reuse: one pre-filled tensor put again and again (the transport alone).");
         line(s, "refshare fresh: a newly allocated and filled tensor for every message, closed by the producer right");
         line(s, "  after put (the fill is outside the latency, inside the throughput).");
+        line(s, "refshare busy-spin reuse: as reuse, both processes' queue handles with WaitStrategy.BUSY_SPIN (they");
+        line(s, "  never yield or sleep while waiting: for processes with a CPU of their own; here they share 2 cores).");
         line(s, "unix socket copy: the payload written to a Unix domain socket, read in full by the consumer before it");
         line(s, "  reads; ping-pong answered with one byte (refshare's answer is an 8-byte tensor on a second queue).");
         if (r.python() != null) {
