@@ -72,12 +72,27 @@ public final class BenchCommand implements Callable<Integer> {
             "between two network namespaces (needs root; docs/hosts.md)"})
     boolean crossHost;
 
+    @Option(names = "--scaling", description = {"instead: fan-out (1 producer -> 1, 2, 4, 8 consumer processes) and",
+            "fan-in (1, 2, 4 producer processes -> 1 consumer) on one queue, aggregate tensors/s and",
+            "p50 (default sizes 1KiB,1MiB); with --out, scaling.txt and a chart per curve"})
+    boolean scaling;
+
     private BenchResults results;
 
     @Override
     public Integer call() throws Exception {
         if (crossHost) {
             return io.refshare.ucx.bench.CrossHostBench.report(sizes, System.out);
+        }
+        if (scaling) {
+            Settings s = new Settings(sizes != null ? sizes : List.of(1L << 10, 1L << 20), false, 0, 0, directory, prefix,
+                    false, false);
+            if (out != null) {
+                Files.createDirectories(out);
+            }
+            System.out.print(ScalingBench.run(s, s.sizes(), out, System.err));
+            System.out.flush();
+            return 0;
         }
         Settings settings = new Settings(sizes != null ? sizes : quick ? QUICK_SIZES : FULL_SIZES, quick, iterations,
                 warmup != null ? warmup : quick ? 5_000 : 20_000, directory, prefix, !noTorch, !noPython);

@@ -46,6 +46,18 @@ public final class BenchPeer {
     static final String RS_STREAM = "RS_STREAM";
     /** {@code RS_RECLAIM ping pong rounds holdNanos}: replies {@code RESULT bad closeAt...}. */
     static final String RS_RECLAIM = "RS_RECLAIM";
+    /**
+     * {@code RS_DRAIN queue}: takes until the stream ends, each message's one-way latency from the
+     * producer's stamp (its first 8 bytes: {@code System.nanoTime()} just before {@code put}); replies
+     * {@code RESULT count firstTakeAt lastTakeAt latency...}.
+     */
+    static final String RS_DRAIN = "RS_DRAIN";
+    /**
+     * {@code RS_PRODUCE queue size count}: opens the queue, replies {@code READY}, and after a line
+     * {@code GO} puts {@code count} fresh tensors of {@code size} bytes, each stamped as for
+     * {@link #RS_DRAIN}; replies {@code PUT} once the last is taken (its close waits for that).
+     */
+    static final String RS_PRODUCE = "RS_PRODUCE";
     /** {@code UDS_PINGPONG rounds size}: replies {@code RESULT bad readAt...}. */
     static final String UDS_PINGPONG = "UDS_PINGPONG";
     /** {@code UDS_STREAM messages warmup size}: replies {@code RESULT bad start end}. */
@@ -53,11 +65,13 @@ public final class BenchPeer {
 
     private final Refshare rs;
     private final PrintStream out;
+    private final BufferedReader commands;
     private SocketChannel socket;
 
-    private BenchPeer(Refshare rs, PrintStream out) {
+    private BenchPeer(Refshare rs, PrintStream out, BufferedReader commands) {
         this.rs = rs;
         this.out = out;
+        this.commands = commands;
     }
 
     public static void main(String[] args) throws Exception {
@@ -66,7 +80,7 @@ public final class BenchPeer {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         boolean producerGone = false;
         try (Refshare rs = Refshare.open(config)) {
-            BenchPeer peer = new BenchPeer(rs, out);
+            BenchPeer peer = new BenchPeer(rs, out, in);
             peer.reply(READY);
             try {
                 String line;
@@ -106,6 +120,8 @@ public final class BenchPeer {
             case RS_RECLAIM -> refshareReclaim(w[1], w[2], Integer.parseInt(w[3]), Long.parseLong(w[4]));
             case RS_STREAM -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.valueOf(w[4]),
                     waiting(w, 5));
+            case RS_DRAIN -> refshareDrain(w[1]);
+            case RS_PRODUCE -> refshareProduce(w[1], Long.parseLong(w[2]), Integer.parseInt(w[3]));
             case UDS_PINGPONG -> socketPingPong(Integer.parseInt(w[1]), Long.parseLong(w[2]));
             case UDS_STREAM -> socketStream(Integer.parseInt(w[1]), Integer.parseInt(w[2]), Long.parseLong(w[3]));
             default -> throw new IllegalArgumentException("unknown command " + w[0]);
@@ -198,6 +214,57 @@ public final class BenchPeer {
         }
         long end = System.nanoTime();
         reply(RESULT + " " + bad + " " + start + " " + end);
+    }
+
+    private void refshareDrain(String name) throws InterruptedException {
+        long[] latency = new long[1 << 16];
+        int count = 0;
+        long first = 0;
+        long last = 0;
+        try (ShareQueue queue = ShareQueue.open(rs, name)) {
+            reply(READY);
+            while (true) {
+                Tensor t;
+                try {
+                    t = queue.take();
+                } catch (QueueClosedException end) {
+                    break;
+                }
+                try (t) {
+                    last = System.nanoTime();
+                    if (count == 0) {
+                        first = last;
+                    }
+                    if (count == latency.length) {
+                        latency = java.util.Arrays.copyOf(latency, 2 * count);
+                    }
+                    latency[count++] = last - t.data().get(ScalingBench.STAMP, 0);
+                }
+            }
+        }
+        StringBuilder line = new StringBuilder(RESULT).append(' ').append(count).append(' ').append(first).append(' ')
+                .append(last);
+        for (int i = 0; i < count; i++) {
+            line.append(' ').append(latency[i]);
+        }
+        reply(line.toString());
+    }
+
+    private void refshareProduce(String name, long size, int count) throws InterruptedException, IOException {
+        try (ShareQueue queue = ShareQueue.open(rs, name)) {
+            reply(READY);
+            String go = commands.readLine();
+            if (!"GO".equals(go)) {
+                throw new IOException("expected GO, got " + go);
+            }
+            for (int i = 0; i < count; i++) {
+                try (Tensor t = rs.allocateBytes(size)) {
+                    t.data().set(ScalingBench.STAMP, 0, System.nanoTime());
+                    queue.put(t);
+                }
+            }
+        } // the close waits while messages are queued: the consumer takes them first
+        reply("PUT");
     }
 
     private void socketPingPong(int rounds, long size) throws IOException {
