@@ -23,10 +23,17 @@ public final class ChildJvms {
      * what a user needs to see when it fails); its stdout is for the parent to read.
      */
     public static Process start(Class<?> main, String maxHeap, String... args) throws IOException {
+        return start(main, maxHeap, List.of(), args);
+    }
+
+    /** As {@link #start(Class, String, String...)}, with further JVM options (a benchmark peer's). */
+    public static Process start(Class<?> main, String maxHeap, List<String> jvmOptions, String... args)
+            throws IOException {
         String java = ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx" + maxHeap,
-                "-cp", System.getProperty("java.class.path"), main.getName()));
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx" + maxHeap));
+        command.addAll(jvmOptions);
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(List.of(args));
         return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }

@@ -76,6 +76,7 @@ final class Benchmark {
                 measurements.addAll(python.measurements());
                 consumerExit = peer.finish(log);
             }
+            measureAgrona(plans);
             limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
         } finally {
             rs.close();
@@ -137,6 +138,21 @@ final class Benchmark {
                 p.reclaimRounds()));
         add(refshare.reclaim(p.size(), Reclamation.HELD_NANOS, Math.max(1, p.reclaimHeldRounds() / 10),
                 p.reclaimHeldRounds()));
+    }
+
+    /** The Agrona ring rows, at the sizes a ring of {@link AgronaRings#CAPACITY} takes comfortably. */
+    private void measureAgrona(List<SizePlan> plans) throws IOException, InterruptedException {
+        List<SizePlan> fitting = plans.stream().filter(p -> AgronaBench.fits(p.size())).toList();
+        if (fitting.isEmpty()) {
+            return;
+        }
+        try (AgronaBench agrona = AgronaBench.start(settings.directory())) {
+            for (SizePlan p : fitting) {
+                add(new Measurement(p.size(), AgronaBench.SYSTEM, false,
+                        agrona.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds()),
+                        agrona.stream(p.size(), p.streamWarmup(), p.streamMessages())));
+            }
+        }
     }
 
     private void add(Reclamation r) {

@@ -46,6 +46,12 @@ final class PeerProcess implements AutoCloseable {
         return ready(new PeerProcess(p, "the consumer process"));
     }
 
+    /** Starts the Agrona ring peer ({@link AgronaPeer}) on the rings of {@code file}, and waits until it is ready. */
+    static PeerProcess startAgrona(Path file) throws IOException, InterruptedException {
+        Process p = ChildJvms.start(AgronaPeer.class, "256m", AgronaRings.JVM_OPTIONS, file.toString());
+        return ready(new PeerProcess(p, "the Agrona peer"));
+    }
+
     /** Starts the Python peer (python/peers/bench_peer.py on /usr/bin/python3) and waits until it is ready. */
     static PeerProcess startPython(Path directory, String prefix) throws IOException, InterruptedException {
         Process p = PythonPeers.start("bench_peer.py", directory.toString(), prefix);

@@ -69,6 +69,9 @@ final class Report {
         line(s, "  after put (the fill is outside the latency, inside the throughput).");
         line(s, "refshare busy-spin reuse: as reuse, both processes' queue handles with WaitStrategy.BUSY_SPIN (they");
         line(s, "  never yield or sleep while waiting: for processes with a CPU of their own; here they share 2 cores).");
+        line(s, "agrona ring copy (busy-spin): the payload copied into an Agrona one-to-one ring buffer in a shared file");
+        line(s, "  (agrona 2.4.1) and read in place by the peer JVM, both spinning: the physical limit of a hand-off");
+        line(s, "  here (no reference counting, no pooled memory; sizes up to 1 MiB).");
         line(s, "unix socket copy: the payload written to a Unix domain socket, read in full by the consumer before it");
         line(s, "  reads; ping-pong answered with one byte (refshare's answer is an 8-byte tensor on a second queue).");
         if (r.python() != null) {

@@ -66,8 +66,33 @@ record Targets(String name, String measured, Boolean met) {
                     Report.micros(worst.micros(0.99)), ByteSize.label(worst.size()), Report.micros(worst.micros(0.5))),
                     rs.stream().allMatch(Reclamation::meetsTarget)));
         }
+        smallEndTargets(r, out);
         pythonTargets(r, out);
         return out;
+    }
+
+    /** The small end: 1 KiB ping-pong against the Agrona ring, with the default and the busy-spin strategy. */
+    private static void smallEndTargets(BenchResults r, List<Targets> out) {
+        Optional<Measurement> agrona = at1KiB(r, AgronaBench.SYSTEM);
+        Optional<Measurement> spin = at1KiB(r, Measurement.BUSY_SPIN + Mode.REUSE.label());
+        String name = "1 KiB ping-pong p50 with busy-spin <= 2x the Agrona ring's";
+        if (agrona.isEmpty() || spin.isEmpty()) {
+            out.add(new Targets(name, "1 KiB or a row not in this run", null));
+        } else {
+            double ratio = Report.latency(r, spin.get(), 0.5) / Report.latency(r, agrona.get(), 0.5);
+            out.add(new Targets(name, String.format(Locale.ROOT, "%s us vs %s us: %.1fx",
+                    Report.micros(Report.latency(r, spin.get(), 0.5)), Report.micros(Report.latency(r, agrona.get(), 0.5)),
+                    ratio), ratio <= 2));
+        }
+        String reuse = Measurement.REFSHARE + Mode.REUSE.label();
+        out.add(at1KiB(r, reuse).map(m -> new Targets("1 KiB ping-pong p50 <= 3 us with the default strategy (" + reuse
+                        + ")", Report.micros(Report.latency(r, m, 0.5)) + " us", Report.latency(r, m, 0.5) <= 3))
+                .orElseGet(() -> new Targets("1 KiB ping-pong p50 <= 3 us with the default strategy", "1 KiB not in "
+                        + "this run", null)));
+    }
+
+    private static Optional<Measurement> at1KiB(BenchResults r, String system) {
+        return r.measurements().stream().filter(x -> x.system().equals(system) && x.size() == SMALL_SIZE).findFirst();
     }
 
     /**

@@ -36,7 +36,7 @@ class BenchPythonTest {
                         .map(Measurement::system).toList();
                 assertEquals(List.of("refshare reuse", "refshare fresh", "refshare busy-spin reuse", "unix socket copy",
                         "refshare java->python numpy reuse", "refshare java->python numpy fresh",
-                        "refshare python->java reuse", "refshare python->java fresh"), systems);
+                        "refshare python->java reuse", "refshare python->java fresh", AgronaBench.SYSTEM), systems);
             }
             for (Measurement m : r.measurements()) {
                 LatencyStats l = m.latency();

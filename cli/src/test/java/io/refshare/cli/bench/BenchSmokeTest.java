@@ -35,7 +35,8 @@ class BenchSmokeTest {
             BenchResults r = command.results();
 
             List<String> systems = r.measurements().stream().map(Measurement::system).toList();
-            assertEquals(List.of("refshare reuse", "refshare fresh", "refshare busy-spin reuse", "unix socket copy"), systems);
+            assertEquals(List.of("refshare reuse", "refshare fresh", "refshare busy-spin reuse", "unix socket copy",
+                    AgronaBench.SYSTEM), systems);
             assertEquals(1, r.measurements().stream().filter(Measurement::baseline).count());
             for (Measurement m : r.measurements()) {
                 assertEquals(1024, m.size());
