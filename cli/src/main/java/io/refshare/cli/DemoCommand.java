@@ -33,11 +33,13 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * summary that checks nothing leaked.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = {"Start a producer (this process) and consumer processes that share tensors through a",
-                "refshare queue, zero-copy. Shows live progress and ends with a summary that checks every byte",
-                "was verified and nothing leaked. Run 'refshare inspect' in another terminal to watch the files.",
-                "Consumers are JVMs, Python processes (--python-consumers: numpy, and torch when /usr/bin/python3",
-                "can import it), or both."})
+        description = {"Share tensors zero-copy from this process to consumer processes, live.",
+                "",
+                "This process produces tensors and puts them on a refshare queue; consumer processes take them "
+                        + "zero-copy. Shows live progress and ends with a summary that checks every byte was verified "
+                        + "and nothing leaked. Run 'refshare inspect' in another terminal to watch the files. Consumers "
+                        + "are JVMs, Python processes (--python-consumers: numpy, and torch when /usr/bin/python3 can "
+                        + "import it), or both."})
 final class DemoCommand implements Callable<Integer> {
     private static final String JAVA = "java";
     private static final String PYTHON = "python-";

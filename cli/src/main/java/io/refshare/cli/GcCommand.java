@@ -9,10 +9,11 @@ import java.util.concurrent.Callable;
 
 /** {@code refshare gc}: removes the files of dead processes. */
 @Command(name = "gc", mixinStandardHelpOptions = true,
-        description = {"Remove refshare files whose processes are all dead (crashed producers, killed consumers).",
-                "Never touches a file of a process that is alive or cannot be judged from here (another PID",
-                "namespace without a life file), another user's file (with --group-access: another group's),",
-                "or anything that is not refshare's."})
+        description = {"Remove refshare files whose processes are all dead.",
+                "",
+                "Removes what crashed producers and killed consumers left. Never touches a file of a process that is "
+                        + "alive or cannot be judged from here (another PID namespace without a life file), another "
+                        + "user's file (with --group-access: another group's), or anything that is not refshare's."})
 final class GcCommand implements Callable<Integer> {
     @Mixin
     ShmOptions shm;

@@ -29,11 +29,12 @@ import java.util.stream.Collectors;
  * whole version, never an older one, and that every old version was freed exactly once.
  */
 @Command(name = "hotswap", mixinStandardHelpOptions = true,
-        description = {"Publish new versions of a 'weights' buffer into a shared holder (this",
-                "process) while reader processes acquire the current version, verify every",
-                "byte and release it. Shows live progress and ends with a summary that checks",
-                "readers only saw whole versions, in order, and that each old version was",
-                "freed exactly once, with nothing leaked."})
+        description = {"Hot-swap versions of shared 'weights' under live reader processes.",
+                "",
+                "This process publishes new versions of a 'weights' buffer into a shared holder while reader "
+                        + "processes acquire the current version, verify every byte and release it. Shows live "
+                        + "progress and ends with a summary that checks readers only saw whole versions, in order, and "
+                        + "that each old version was freed exactly once, with nothing leaked."})
 final class HotswapCommand implements Callable<Integer> {
     /** Each reader is a JVM; the holder's default 64 slots and rows leave ample room for this many. */
     private static final int MAX_READERS = 32;

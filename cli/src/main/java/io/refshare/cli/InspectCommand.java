@@ -12,10 +12,12 @@ import java.util.concurrent.Callable;
 
 /** {@code refshare inspect}: every refshare file, its owner, and what it holds. */
 @Command(name = "inspect", mixinStandardHelpOptions = true,
-        description = {"List every refshare file in the shared-memory directory: kind, owner pid and whether it is",
-                "alive, dead or unknown (no evidence either way: another PID namespace), size, live counts,",
-                "limbo; for a holder, versions published, retired and alive, references reclaimed from dead",
-                "readers, reader processes; life files with the state of their lock. Reads only; changes nothing."})
+        description = {"List every refshare file in the shared-memory directory and what it holds.",
+                "",
+                "For each file: kind, owner pid and whether it is alive, dead or unknown (no evidence either way: "
+                        + "another PID namespace), size, live counts, limbo; for a holder, versions published, retired "
+                        + "and alive, references reclaimed from dead readers, reader processes; life files with the "
+                        + "state of their lock. Reads only; changes nothing."})
 final class InspectCommand implements Callable<Integer> {
     @Mixin
     ShmOptions shm;

@@ -14,16 +14,16 @@ import java.util.concurrent.Callable;
  * processes, in one run.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = {"Measure refshare against a socket copy (and torch): latency, throughput, reclamation.",
+        description = {"Measure refshare against a socket copy, Agrona and torch, side by side.",
                 "",
-                "Between this process (producer) and one consumer process, for each size:",
-                "one-way latency of a ping-pong (p50/p90/p99) and streaming throughput of",
-                "refshare, of the same bytes copied through a Unix domain socket, and of",
-                "torch.multiprocessing when /usr/bin/python3 can import torch; refshare from Java",
-                "to a Python process (numpy) and back, when /usr/bin/python3 imports the refshare",
-                "package (python/); and refshare's",
-                "reclamation latency (a consumer's close to the producer's block being reusable).",
-                "The table goes to standard output, progress to standard error."})
+                "Between this process (producer) and one consumer process, for each size: one-way latency of a "
+                        + "ping-pong (p50/p90/p99) and streaming throughput of refshare (default and busy-spin "
+                        + "waiting), of the same bytes copied through a Unix domain socket and through an Agrona ring "
+                        + "(up to 1 MiB), and of torch.multiprocessing when /usr/bin/python3 can import torch; "
+                        + "refshare from Java to a Python process (numpy) and back, when /usr/bin/python3 imports the "
+                        + "refshare package (python/); and refshare's reclamation latency (a consumer's close to the "
+                        + "producer's block being reusable). The table goes to standard output, progress to standard "
+                        + "error."})
 public final class BenchCommand implements Callable<Integer> {
     static final List<Long> FULL_SIZES = List.of(1L << 10, 64L << 10, 1L << 20, 16L << 20, 256L << 20);
     static final String JSON = "results.json";
