@@ -61,7 +61,7 @@ final class ScalingBench {
             ScalingBench bench = new ScalingBench(rs, peers, log);
             StringBuilder table = new StringBuilder(header());
             for (long size : sizes) {
-                long messages = size <= 64 << 10 ? 40_000 : 4_000;
+                long messages = 40_000; // about half a second at 1 process: long enough to outlast scheduling noise
                 // unmeasured first: every JVM compiles its consuming and its producing path
                 bench.fanOut(size, CONSUMERS[CONSUMERS.length - 1], messages / 2);
                 bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], messages / 8);
@@ -210,6 +210,7 @@ final class ScalingBench {
         XYChart chart = new XYChartBuilder().width(800).height(500).title(title + ": aggregate tensors/s")
                 .xAxisTitle(xTitle).yAxisTitle("tensors/s").build();
         chart.getStyler().setYAxisMin(0.0);
+        chart.getStyler().setYAxisDecimalPattern("#,###");
         chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE).setMarkerSize(8)
                 .setChartBackgroundColor(java.awt.Color.WHITE);
         double[] x = points.stream().mapToDouble(p -> byProducers ? p.producers() : p.consumers()).toArray();
