@@ -29,7 +29,7 @@ import java.util.concurrent.TimeUnit;
  * process, which maps the segment and the counter file a second time, as a consumer does.
  * <ul>
  * <li>{@code shareAndCancel}: the sender's side without encoding: a token handed out and a
- *     {@link Descriptor} built ({@code Refshare.describe}), then the token returned.</li>
+ *     {@link Descriptor} built ({@code Refshare.shareDescriptor}), then the token returned.</li>
  * <li>{@code shareReceiveReadClose}: the whole message: {@code share} (token, descriptor,
  *     encoding), {@code receive} (decoding, the mapped segment looked up, the token claimed),
  *     the first byte read, {@code close} (the token released).</li>
