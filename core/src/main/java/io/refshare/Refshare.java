@@ -11,6 +11,7 @@ import io.refshare.tensor.DType;
 import io.refshare.tensor.Tensor;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Descriptor;
+import io.refshare.wire.DecodeMemo;
 import io.refshare.wire.DescriptorCodec;
 
 import java.io.IOException;
@@ -46,6 +47,8 @@ public final class Refshare implements AutoCloseable {
     private final RefshareConfig config;
     private final Sharing sharing;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** What receive(byte[]) decoded lately: a pool's blocks come again and again. */
+    private final DecodeMemo decoded = new DecodeMemo();
 
     private Refshare(RefshareConfig config) {
         this.config = config;
@@ -203,7 +206,7 @@ public final class Refshare implements AutoCloseable {
      */
     public Tensor receive(byte[] message) {
         Objects.requireNonNull(message, "message (the bytes share() returned)");
-        return receive(DescriptorCodec.decode(message));
+        return receive(decoded.decode(message));
     }
 
     /**

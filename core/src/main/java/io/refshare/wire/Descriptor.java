@@ -129,6 +129,12 @@ public record Descriptor(
                 senderPid, senderStartTicks);
     }
 
+    /** This descriptor for another token of the same block ({@code slot} must not be negative). */
+    public Descriptor withSlot(int slot) {
+        return new Descriptor(backend, segmentName, segmentSize, offset, length, memoryHandle, counterFileName, slot,
+                eventHandle, tensor, senderPid, senderStartTicks);
+    }
+
     /** A host-memory block, sent by {@code sender}; {@code tensor} may be null for a raw block. */
     public static Descriptor host(String segmentName, long segmentSize, long offset, long length,
                                   String counterFileName, int slot, TensorLayout tensor, ProcessIdentity sender) {
