@@ -2,12 +2,16 @@ package io.refshare.cli;
 
 import io.refshare.inspect.Inventory;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.ShmKind;
 import io.refshare.shm.Verdict;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 /** {@code refshare inspect}: every refshare file, its owner, and what it holds. */
@@ -22,20 +26,58 @@ final class InspectCommand implements Callable<Integer> {
     @Mixin
     ShmOptions shm;
 
-    @Option(names = {"-w", "--watch"}, paramLabel = "SECONDS", description = "repeat every SECONDS until interrupted")
+    @Option(names = {"-w", "--watch"}, paramLabel = "SECONDS",
+            description = "repeat every SECONDS until interrupted, with rates: messages taken per second from each "
+                    + "queue, tensors shared per second by each process")
     double watchSeconds;
 
     @Override
     public Integer call() throws Exception {
         ShmDirectory dir = shm.config().shmDirectory();
+        Map<String, long[]> before = Map.of();
+        long beforeAt = 0;
         do {
-            print(dir, Inventory.list(dir));
+            List<Inventory.Entry> entries = Inventory.list(dir);
+            long now = System.nanoTime();
+            Map<String, long[]> counts = new HashMap<>();
+            for (Inventory.Entry e : entries) {
+                long[] c = Inventory.runningCounts(dir, e);
+                if (c.length > 0) {
+                    counts.put(e.name(), c);
+                }
+            }
+            print(dir, entries);
             if (watchSeconds > 0) {
+                printRates(entries, before, counts, (now - beforeAt) / 1e9);
+                before = counts;
+                beforeAt = now;
                 Thread.sleep((long) (watchSeconds * 1000));
                 System.out.println();
             }
         } while (watchSeconds > 0);
         return 0;
+    }
+
+    /** Rates since the previous listing, for files seen in both (the first listing has none). */
+    private static void printRates(List<Inventory.Entry> entries, Map<String, long[]> before,
+                                   Map<String, long[]> now, double seconds) {
+        boolean first = true;
+        for (Inventory.Entry e : entries) {
+            long[] was = before.get(e.name());
+            long[] is = now.get(e.name());
+            if (was == null || is == null || seconds <= 0) {
+                continue;
+            }
+            if (first) {
+                System.out.printf(Locale.ROOT, "rates over the last %.1f s:%n", seconds);
+                first = false;
+            }
+            String rates = e.kind() == ShmKind.QUEUE
+                    ? String.format(Locale.ROOT, "%,.0f taken/s", (is[0] - was[0]) / seconds)
+                    : String.format(Locale.ROOT, "%,.0f shared/s, %,.0f received/s", (is[0] - was[0]) / seconds,
+                    (is[1] - was[1]) / seconds);
+            System.out.printf(Locale.ROOT, "  %-8s %-45s %s%n", e.kind().tag(), e.name(), rates);
+        }
     }
 
     private static void print(ShmDirectory dir, List<Inventory.Entry> entries) {

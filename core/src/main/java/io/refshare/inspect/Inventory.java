@@ -124,6 +124,26 @@ public final class Inventory {
         }
     }
 
+    /**
+     * The running counts whose rates a live view shows for {@code e}: messages taken from a
+     * queue; tensors shared and received by a process (its status file). Empty for other kinds
+     * or an unreadable file.
+     */
+    public static long[] runningCounts(ShmDirectory dir, Entry e) {
+        try {
+            return switch (e.kind()) {
+                case QUEUE -> new long[]{ShmQueue.inspect(dir, e.name()).taken()};
+                case STATUS -> {
+                    StatusFile.Snapshot s = StatusFile.read(dir, e.name());
+                    yield new long[]{s.get(StatusFile.Field.SHARED), s.get(StatusFile.Field.RECEIVED)};
+                }
+                default -> new long[0];
+            };
+        } catch (RuntimeException unreadable) {
+            return new long[0];
+        }
+    }
+
     private static String queue(ShmDirectory dir, String name) {
         QueueStats s = ShmQueue.inspect(dir, name);
         return s.size() + "/" + s.capacity() + " queued, " + s.offered() + " put, " + s.taken() + " taken, "

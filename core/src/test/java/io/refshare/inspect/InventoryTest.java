@@ -24,6 +24,40 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class InventoryTest {
 
     @Test
+    void theRunningCountsOfALiveViewAreTheQueuesTakesAndAProcesssSharesAndReceives() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config());
+             io.refshare.channel.ShareQueue q = producer.createQueue(8);
+             io.refshare.channel.ShareQueue in = consumer.openQueue(q.name())) {
+            try (Tensor t = producer.allocateBytes(64)) {
+                for (int i = 0; i < 3; i++) {
+                    q.put(t);
+                }
+            }
+            for (int i = 0; i < 2; i++) {
+                in.take().close();
+            }
+            Eventually.await(() -> counts(shm, ShmKind.STATUS).stream().anyMatch(c -> c[0] == 3),
+                    "the producer's status file shows 3 shared (published by its collector)");
+            assertEquals(List.of(2L), counts(shm, ShmKind.QUEUE).stream().map(c -> c[0]).toList(), "2 taken");
+            for (Inventory.Entry e : Inventory.list(shm.directory())) {
+                if (e.kind() != ShmKind.QUEUE && e.kind() != ShmKind.STATUS) {
+                    assertEquals(0, Inventory.runningCounts(shm.directory(), e).length, e.name());
+                }
+            }
+        }
+    }
+
+    private static List<long[]> counts(TempShm shm, ShmKind kind) {
+        try {
+            return Inventory.list(shm.directory()).stream().filter(e -> e.kind() == kind)
+                    .map(e -> Inventory.runningCounts(shm.directory(), e)).toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Test
     void aHolderFileShowsItsFiguresAsReadersComeAndGo() throws Exception {
         try (TempShm shm = new TempShm()) {
             try (Refshare rs = Refshare.open(shm.config());
