@@ -720,13 +720,7 @@ public final class ShmQueue implements AutoCloseable {
                 return false;
             }
             if (busy) {
-                if (detaching) {
-                    throw handleClosed();
-                }
-                spinUntil(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), room, false);
-                if (Thread.interrupted()) {
-                    throw new InterruptedException();
-                }
+                spinASlice(now, remaining, room);
                 continue;
             }
             int sequence = notFull.prepare(selfEntry);
@@ -778,13 +772,7 @@ public final class ShmQueue implements AutoCloseable {
                 return null;
             }
             if (busy) {
-                if (detaching) {
-                    throw handleClosed();
-                }
-                spinUntil(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), message, false);
-                if (Thread.interrupted()) {
-                    throw new InterruptedException();
-                }
+                spinASlice(now, remaining, message);
                 continue;
             }
             int sequence = notEmpty.prepare(selfEntry);
@@ -804,6 +792,17 @@ public final class ShmQueue implements AutoCloseable {
                 passOnMessage();
                 throw new InterruptedException();
             }
+        }
+    }
+
+    /** {@link WaitStrategy#BUSY_SPIN}'s wait between attempts: a slice of spinning, never a sleep. */
+    private void spinASlice(long now, long remaining, Condition condition) throws InterruptedException {
+        if (detaching) {
+            throw handleClosed();
+        }
+        spinUntil(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), condition, false);
+        if (Thread.interrupted()) {
+            throw new InterruptedException();
         }
     }
 

@@ -77,33 +77,28 @@ class WaitStrategyTest {
             }
             consumer.take().close();
 
-            CompletableFuture<Tensor> waiting = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return consumer.take();
-                } catch (InterruptedException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
-            Thread.sleep(100);
-            producer.endOfStream();
-            ExecutionException ended = assertThrows(ExecutionException.class, () -> waiting.get(10, TimeUnit.SECONDS));
-            assertInstanceOf(QueueClosedException.class, ended.getCause());
+            assertTakeEndsWhen(consumer, producer::endOfStream);
         }
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
              ShareQueue producer = ShareQueue.create(rs, 1)) {
             ShareQueue consumer = ShareQueue.open(rs, producer.name(), WaitStrategy.BUSY_SPIN);
-            CompletableFuture<Tensor> waiting = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return consumer.take();
-                } catch (InterruptedException e) {
-                    throw new IllegalStateException(e);
-                }
-            });
-            Thread.sleep(100);
-            consumer.close(); // its own handle closed under it
-            ExecutionException ended = assertThrows(ExecutionException.class, () -> waiting.get(10, TimeUnit.SECONDS));
-            assertInstanceOf(QueueClosedException.class, ended.getCause());
+            assertTakeEndsWhen(consumer, consumer::close); // its own handle closed under it
         }
+    }
+
+    /** A take spinning on {@code consumer} ends with QueueClosedException once {@code ending} ran. */
+    private static void assertTakeEndsWhen(ShareQueue consumer, Runnable ending) throws InterruptedException {
+        CompletableFuture<Tensor> waiting = CompletableFuture.supplyAsync(() -> {
+            try {
+                return consumer.take();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        Thread.sleep(100);
+        ending.run();
+        ExecutionException ended = assertThrows(ExecutionException.class, () -> waiting.get(10, TimeUnit.SECONDS));
+        assertInstanceOf(QueueClosedException.class, ended.getCause());
     }
 
     @Test

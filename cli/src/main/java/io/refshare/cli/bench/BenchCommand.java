@@ -90,7 +90,7 @@ public final class BenchCommand implements Callable<Integer> {
             if (out != null) {
                 Files.createDirectories(out);
             }
-            System.out.print(ScalingBench.run(s, s.sizes(), out, System.err));
+            System.out.print(ScalingBench.run(s, out, System.err));
             System.out.flush();
             return 0;
         }

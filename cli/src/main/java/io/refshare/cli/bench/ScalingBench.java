@@ -35,6 +35,8 @@ final class ScalingBench {
     static final int[] CONSUMERS = {1, 2, 4, 8};
     static final int[] PRODUCERS = {1, 2, 4};
     private static final int CAPACITY = 64;
+    /** Messages per point: about half a second at one process, long enough to outlast scheduling noise. */
+    private static final long MESSAGES = 40_000;
 
     /** One point of a curve: {@code producers} -> {@code consumers} at {@code size}. */
     record Point(long size, int producers, int consumers, long messages, double tensorsPerSecond, double p50Micros,
@@ -51,8 +53,11 @@ final class ScalingBench {
         this.log = log;
     }
 
-    /** Runs both curves at every size; writes scaling.txt and one chart per curve and size into {@code out}. */
-    static String run(Settings settings, List<Long> sizes, Path out, PrintStream log) throws Exception {
+    /**
+     * Runs both curves at every size of {@code settings}; returns the table, and with {@code out}
+     * writes it to scaling.txt there with one chart per curve and size.
+     */
+    static String run(Settings settings, Path out, PrintStream log) throws Exception {
         List<PeerProcess> peers = new ArrayList<>();
         try (Refshare rs = Refshare.open(settings.config())) {
             for (int i = 0; i < CONSUMERS[CONSUMERS.length - 1]; i++) {
@@ -60,25 +65,24 @@ final class ScalingBench {
             }
             ScalingBench bench = new ScalingBench(rs, peers, log);
             StringBuilder table = new StringBuilder(header());
-            for (long size : sizes) {
-                long messages = 40_000; // about half a second at 1 process: long enough to outlast scheduling noise
+            for (long size : settings.sizes()) {
                 // unmeasured first: every JVM compiles its consuming and its producing path
-                bench.fanOut(size, CONSUMERS[CONSUMERS.length - 1], messages / 2);
-                bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], messages / 8);
-                List<Point> out1 = new ArrayList<>();
+                bench.fanOut(size, CONSUMERS[CONSUMERS.length - 1], MESSAGES / 2);
+                bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], MESSAGES / 8);
+                List<Point> fanOut = new ArrayList<>();
                 for (int c : CONSUMERS) {
-                    out1.add(bench.fanOut(size, c, messages));
+                    fanOut.add(bench.fanOut(size, c, MESSAGES));
                 }
-                List<Point> in = new ArrayList<>();
+                List<Point> fanIn = new ArrayList<>();
                 for (int p : PRODUCERS) {
-                    in.add(bench.fanIn(size, p, messages / p));
+                    fanIn.add(bench.fanIn(size, p, MESSAGES / p));
                 }
-                table.append(rows("fan-out", out1)).append(rows("fan-in", in));
+                table.append(rows("fan-out", fanOut)).append(rows("fan-in", fanIn));
                 if (out != null) {
                     chart(out.resolve("fan-out-" + ByteSize.label(size).replace(" ", "") + ".png"),
-                            "1 producer -> N consumers, " + ByteSize.label(size), "consumer processes", out1, false);
+                            "1 producer -> N consumers, " + ByteSize.label(size), "consumer processes", fanOut, false);
                     chart(out.resolve("fan-in-" + ByteSize.label(size).replace(" ", "") + ".png"),
-                            "N producers -> 1 consumer, " + ByteSize.label(size), "producer processes", in, true);
+                            "N producers -> 1 consumer, " + ByteSize.label(size), "producer processes", fanIn, true);
                 }
             }
             if (out != null) {
