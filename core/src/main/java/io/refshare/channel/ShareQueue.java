@@ -4,8 +4,10 @@ import io.refshare.Refshare;
 import io.refshare.RefshareException;
 import io.refshare.ResourceLimitException;
 import io.refshare.tensor.Tensor;
+import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -162,15 +164,28 @@ public final class ShareQueue implements AutoCloseable {
     /** Like {@link #put}, giving up after {@code timeout}; false (and nothing counted) when it did. */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
         offered = true;
-        byte[] message = refshare.share(tensor);
+        Descriptor message = refshare.shareDescriptor(tensor);
         boolean sent = false;
         try {
-            sent = queue.offer(message, timeout, unit);
+            sent = queue.offer(new Encoded(message), timeout, unit);
             return sent;
         } finally {
             if (!sent) {
-                refshare.cancel(message);
+                refshare.sharing().cancel(message);
             }
+        }
+    }
+
+    /** A descriptor encoded straight into the queue's cell. */
+    private record Encoded(Descriptor descriptor) implements Outgoing {
+        @Override
+        public int byteSize() {
+            return DescriptorCodec.encodedSize(descriptor);
+        }
+
+        @Override
+        public void writeTo(MemorySegment cell, long offset) {
+            DescriptorCodec.encode(descriptor, cell, offset);
         }
     }
 

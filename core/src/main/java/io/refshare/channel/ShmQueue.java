@@ -281,7 +281,10 @@ public final class ShmQueue implements AutoCloseable {
      * @throws InvalidDataException if the file's cells were overwritten by someone else
      */
     public boolean offer(byte[] message) {
-        checkMessage(message);
+        return offer(Outgoing.of(checkMessage(message)));
+    }
+
+    private boolean offer(Outgoing message) {
         enter();
         try {
             recordRole(ROLE_PRODUCER);
@@ -305,7 +308,19 @@ public final class ShmQueue implements AutoCloseable {
      * @throws InvalidDataException if the file's cells were overwritten by someone else
      */
     public boolean offer(byte[] message, long timeout, TimeUnit unit) throws InterruptedException {
-        checkMessage(message);
+        return offer(Outgoing.of(checkMessage(message)), timeout, unit);
+    }
+
+    /**
+     * As {@link #offer(byte[], long, TimeUnit)}, the message written straight into its cell.
+     *
+     * @throws IllegalArgumentException if the message is longer than {@link #maxMessageBytes()}
+     */
+    boolean offer(Outgoing message, long timeout, TimeUnit unit) throws InterruptedException {
+        if (message.byteSize() > maxMessageBytes) {
+            throw new IllegalArgumentException("message of " + message.byteSize() + " bytes exceeds this queue's "
+                    + "maximum of " + maxMessageBytes + " bytes");
+        }
         long start = System.nanoTime();
         long deadline = start + Math.max(0, unit.toNanos(timeout));
         enter();
@@ -591,9 +606,13 @@ public final class ShmQueue implements AutoCloseable {
 
     /** Writes and publishes the message of a position claimed by {@link #claimWritable}. */
     void publish(long position, byte[] message) {
+        publish(position, Outgoing.of(message));
+    }
+
+    private void publish(long position, Outgoing message) {
         long cell = geometry.cellOffset(cellIndex(position));
-        mem.set(LE_INT, cell + CELL_LENGTH_FIELD, message.length);
-        MemorySegment.copy(message, 0, mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message.length);
+        mem.set(LE_INT, cell + CELL_LENGTH_FIELD, message.byteSize());
+        message.writeTo(mem, cell + CELL_PAYLOAD);
         LONG.setVolatile(mem, cell + CELL_WORD, full(position));
         participants.countOffered(self);
         notEmpty.signal();
@@ -700,7 +719,7 @@ public final class ShmQueue implements AutoCloseable {
 
     // ---- waiting ----
 
-    private boolean awaitRoom(byte[] message, long start, long deadline) throws InterruptedException {
+    private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = waiting == WaitStrategy.BUSY_SPIN;
         Condition room = () -> hasRoom() || closedFlag() || detaching;
@@ -873,7 +892,7 @@ public final class ShmQueue implements AutoCloseable {
 
     // ---- helpers ----
 
-    private boolean tryOffer(byte[] message, long deadline) {
+    private boolean tryOffer(Outgoing message, long deadline) {
         long t = claimWritable(deadline);
         if (t == NO_ROOM) {
             return false;
@@ -1010,12 +1029,13 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    private void checkMessage(byte[] message) {
+    private byte[] checkMessage(byte[] message) {
         Objects.requireNonNull(message, "message");
         if (message.length > maxMessageBytes) {
             throw new IllegalArgumentException("message of " + message.length + " bytes exceeds this queue's maximum of "
                     + maxMessageBytes + " bytes");
         }
+        return message;
     }
 
     private void enter() {

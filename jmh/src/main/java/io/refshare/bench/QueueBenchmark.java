@@ -1,0 +1,76 @@
+package io.refshare.bench;
+
+import io.refshare.Refshare;
+import io.refshare.RefshareConfig;
+import io.refshare.channel.ShareQueue;
+import io.refshare.tensor.Tensor;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+import java.io.IOException;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One 1 KiB message through a queue, in one thread: {@code put} by a producer's handle, then
+ * {@code take}, first byte read and {@code close} by a consumer's handle of another
+ * {@link Refshare} (its own mappings, as another process has). Run with {@code -prof gc} for the
+ * bytes allocated per put and take; no cross-core hand-off or wake-up is in it.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@Threads(1)
+@State(Scope.Thread)
+public class QueueBenchmark {
+    private ShmTemp temp;
+    private Refshare producer;
+    private Refshare consumer;
+    private ShareQueue out;
+    private ShareQueue in;
+    private Tensor tensor;
+
+    @Setup(Level.Trial)
+    public void setUp() throws IOException {
+        temp = ShmTemp.create();
+        RefshareConfig config = RefshareConfig.defaults().withDirectory(temp.path());
+        producer = Refshare.open(config);
+        consumer = Refshare.open(config);
+        out = producer.createQueue(64);
+        in = consumer.openQueue(out.name());
+        tensor = producer.allocateBytes(1024);
+        tensor.data().fill((byte) 0x5A);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() throws IOException {
+        tensor.close();
+        in.close();
+        out.close(Duration.ZERO);
+        consumer.close();
+        producer.close();
+        temp.delete();
+    }
+
+    @Benchmark
+    public byte putTakeReadClose() throws InterruptedException {
+        out.put(tensor);
+        try (Tensor received = in.take()) {
+            return received.data().get(ValueLayout.JAVA_BYTE, 0);
+        }
+    }
+}
