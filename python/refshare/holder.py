@@ -1,5 +1,5 @@
 """Holders: a named slot re-pointed at the newest version of a tensor, read without locks by
-differential reference counting (docs/protocol.md section 10; Java: io.refshare.holder.SharedHolder,
+differential reference counting (docs/protocol.md section 10; Java: io.refshare.SharedHolder,
 SharedHolderLayout, HolderWord, HolderFile)."""
 import threading
 

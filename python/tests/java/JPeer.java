@@ -18,7 +18,7 @@ public class JPeer {
             switch (a[0]) {
                 case "produce" -> {
                     int n = Integer.parseInt(a[2]); int size = Integer.parseInt(a[3]);
-                    try (ShareQueue q = ShareQueue.create(rs, 16)) {
+                    try (ShareQueue q = rs.createQueue(16)) {
                         System.out.println("QUEUE " + q.name()); System.out.flush();
                         new BufferedReader(new InputStreamReader(System.in)).readLine();
                         for (int i = 0; i < n; i++) {
@@ -38,7 +38,7 @@ public class JPeer {
                     long n = 0, bad = 0;
                     int hold = a.length > 3 ? Integer.parseInt(a[3]) : 0;
                     java.util.List<Tensor> held = new java.util.ArrayList<>();
-                    try (ShareQueue q = ShareQueue.open(rs, a[2])) {
+                    try (ShareQueue q = rs.openQueue(a[2])) {
                         System.out.println("READY"); System.out.flush();
                         while (true) {
                             Tensor t;
@@ -62,7 +62,7 @@ public class JPeer {
                     System.out.println("TOOK " + n + " BAD " + bad);
                 }
                 case "hold" -> {
-                    try (SharedHolder h = SharedHolder.create(rs)) {
+                    try (SharedHolder h = rs.createHolder()) {
                         System.out.println("HOLDER " + h.name()); System.out.flush();
                         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
                         String line;
@@ -77,7 +77,7 @@ public class JPeer {
                     }
                 }
                 case "read" -> {
-                    try (SharedHolder h = SharedHolder.open(rs, a[2]); Tensor t = h.acquire()) {
+                    try (SharedHolder h = rs.openHolder(a[2]); Tensor t = h.acquire()) {
                         System.out.println("READ " + t + " " + t.data().getAtIndex(ValueLayout.JAVA_FLOAT, 0));
                     }
                 }

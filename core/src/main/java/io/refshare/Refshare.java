@@ -1,14 +1,16 @@
 package io.refshare;
 
-import io.refshare.channel.ShareQueue;
+import io.refshare.holder.SharedHolderLayout;
+import io.refshare.tensor.Device;
+import io.refshare.exceptions.ResourceLimitException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.cuda.CudaSharing;
-import io.refshare.holder.SharedHolder;
 import io.refshare.inspect.Janitor;
 import io.refshare.share.ReceivedBlock;
 import io.refshare.share.Sharing;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DecodeMemo;
@@ -149,37 +151,88 @@ public final class Refshare implements AutoCloseable {
     // ---------------------------------------------------------------- queues and holders
 
     /**
-     * Creates a queue holding at most {@code capacity} messages (as {@link ShareQueue#create});
-     * other processes open it by its {@link ShareQueue#name()}.
+     * Creates a queue holding at most {@code capacity} messages, its handle waiting with
+     * {@link WaitStrategy#BACKOFF}; other processes open it by its {@link ShareQueue#name()}.
      *
-     * @throws IllegalStateException when this instance is closed
+     * @param capacity the most messages queued at once, 1 .. 2<sup>20</sup>
+     * @return the queue, with this process its creator (see {@link ShareQueue} for what that means)
+     * @throws IllegalStateException    when this instance is closed
+     * @throws IllegalArgumentException when {@code capacity} is out of range
      */
     public ShareQueue createQueue(int capacity) {
-        return ShareQueue.create(this, capacity);
+        return createQueue(capacity, WaitStrategy.BACKOFF);
     }
 
     /**
-     * Opens a queue another process created (as {@link ShareQueue#open}).
+     * Creates a queue as {@link #createQueue(int)}, this handle waiting with {@code waiting}.
      *
+     * @param capacity the most messages queued at once, 1 .. 2<sup>20</sup>
+     * @param waiting  how this handle's blocked {@code put}s and {@code take}s wait
+     * @return the queue, with this process its creator
+     * @throws IllegalStateException    when this instance is closed
+     * @throws IllegalArgumentException when {@code capacity} is out of range
+     */
+    public ShareQueue createQueue(int capacity, WaitStrategy waiting) {
+        return ShareQueue.create(this, capacity, waiting);
+    }
+
+    /**
+     * Opens a queue another process (or this one) created, its handle waiting with
+     * {@link WaitStrategy#BACKOFF}.
+     *
+     * @param name the queue's {@link ShareQueue#name()}
+     * @return a handle to the queue
      * @throws IllegalStateException when this instance is closed
      * @throws RefshareException     when there is no such queue or its file is unusable
      */
     public ShareQueue openQueue(String name) {
-        return ShareQueue.open(this, name);
+        return openQueue(name, WaitStrategy.BACKOFF);
     }
 
     /**
-     * Creates an empty holder (as {@link SharedHolder#create(Refshare)}).
+     * Opens a queue as {@link #openQueue(String)}, this handle waiting with {@code waiting}.
      *
+     * @param name    the queue's {@link ShareQueue#name()}
+     * @param waiting how this handle's blocked {@code put}s and {@code take}s wait
+     * @return a handle to the queue
+     * @throws IllegalStateException when this instance is closed
+     * @throws RefshareException     when there is no such queue or its file is unusable
+     */
+    public ShareQueue openQueue(String name, WaitStrategy waiting) {
+        return ShareQueue.open(this, name, waiting);
+    }
+
+    /**
+     * Creates an empty holder with room for {@value SharedHolderLayout#DEFAULT_SLOTS} live
+     * versions and {@value SharedHolderLayout#DEFAULT_READERS} processes.
+     *
+     * @return the holder, with this process its creator
      * @throws IllegalStateException when this instance is closed
      */
     public SharedHolder createHolder() {
-        return SharedHolder.create(this);
+        return createHolder(SharedHolderLayout.DEFAULT_SLOTS, SharedHolderLayout.DEFAULT_READERS);
     }
 
     /**
-     * Opens a holder another process created (as {@link SharedHolder#open}).
+     * Creates an empty holder: at most {@code versionSlots} versions alive at once (the
+     * current one and those readers still hold), at most {@code readerProcesses} processes
+     * using it.
      *
+     * @param versionSlots    versions alive at once, 1 .. 4096
+     * @param readerProcesses processes using the holder at once, 1 .. 65536
+     * @return the holder, with this process its creator
+     * @throws IllegalStateException    when this instance is closed
+     * @throws IllegalArgumentException when a size is out of range
+     */
+    public SharedHolder createHolder(int versionSlots, int readerProcesses) {
+        return SharedHolder.create(this, versionSlots, readerProcesses);
+    }
+
+    /**
+     * Opens a holder another process (or this one) created.
+     *
+     * @param name the holder's {@link SharedHolder#name()}
+     * @return a handle to the holder
      * @throws IllegalStateException when this instance is closed
      * @throws RefshareException     when there is no such holder or its file is unusable
      */

@@ -1,5 +1,6 @@
 package io.refshare;
 
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.counter.CounterFileLayout;
 import io.refshare.cuda.CudaConfig;
 import io.refshare.shm.ShmDirectory;

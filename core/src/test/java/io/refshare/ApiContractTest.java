@@ -1,10 +1,7 @@
 package io.refshare;
 
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
-import io.refshare.holder.SharedHolder;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
@@ -75,8 +72,8 @@ class ApiContractTest {
                 rs.close();
                 assertTrue(rs.isClosed());
                 List<Runnable> calls = List.of(() -> rs.createQueue(4), () -> rs.openQueue(queue),
-                        () -> rs.createHolder(), () -> rs.openHolder(holder), () -> ShareQueue.create(rs, 4),
-                        () -> SharedHolder.create(rs), () -> rs.allocate(DType.UINT8, 4));
+                        () -> rs.createHolder(), () -> rs.openHolder(holder), () -> rs.createQueue(4),
+                        () -> rs.createHolder(), () -> rs.allocate(DType.UINT8, 4));
                 for (Runnable call : calls) {
                     assertThrows(IllegalStateException.class, call::run);
                 }

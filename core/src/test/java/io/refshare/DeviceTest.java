@@ -1,5 +1,6 @@
 package io.refshare;
 
+import io.refshare.tensor.Device;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,7 +1,7 @@
 package io.refshare.cli;
 
 import io.refshare.Refshare;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 import io.refshare.ucx.BridgeReceiver;
 import io.refshare.ucx.BridgeSecret;
 import io.refshare.ucx.RemoteQueue;
@@ -103,7 +103,7 @@ final class BridgeCommand implements Runnable {
             BridgeSecret s = BridgeSecret.read(secret);
             Interrupt interrupt = new Interrupt(() -> { });
             try (Refshare rs = Refshare.open(shm.config());
-                 ShareQueue q = queue == null ? ShareQueue.create(rs, capacity) : ShareQueue.open(rs, queue);
+                 ShareQueue q = queue == null ? rs.createQueue(capacity) : rs.openQueue(queue);
                  BridgeReceiver r = BridgeReceiver.listen(rs, q, address(listen), s, window);
                  ScheduledExecutorService status = Executors.newSingleThreadScheduledExecutor()) {
                 System.out.println("receiving on " + r.address() + " into queue " + q.name());
@@ -150,7 +150,7 @@ final class BridgeCommand implements Runnable {
                 }
             });
             try (Refshare rs = Refshare.open(shm.config());
-                 ShareQueue q = ShareQueue.open(rs, queue);
+                 ShareQueue q = rs.openQueue(queue);
                  ScheduledExecutorService status = Executors.newSingleThreadScheduledExecutor()) {
                 RemoteQueue remote = RemoteQueue.connect(address(to), s, window, Duration.ofSeconds(30));
                 System.out.println("forwarding queue " + q.name() + " to " + remote.address());

@@ -1,12 +1,12 @@
 package io.refshare.cli;
 
-import io.refshare.Device;
+import io.refshare.tensor.Device;
 import io.refshare.Refshare;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 import io.refshare.inspect.Inventory;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -110,7 +110,7 @@ final class DemoCommand implements Callable<Integer> {
         // device tensors are written through a host buffer: the host cannot address device memory
         MemorySegment staging = device.isHost() ? null : Arena.ofAuto().allocate(size);
         try {
-            try (ShareQueue queue = ShareQueue.create(rs, capacity)) {
+            try (ShareQueue queue = rs.createQueue(capacity)) {
                 List<Thread> readers = new ArrayList<>();
                 CountDownLatch ready = new CountDownLatch(consumers);
                 for (int i = 0; i < consumers; i++) {

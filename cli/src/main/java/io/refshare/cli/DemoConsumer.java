@@ -1,11 +1,11 @@
 package io.refshare.cli;
 
-import io.refshare.Device;
+import io.refshare.tensor.Device;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 import io.refshare.wire.Backend;
 
 import java.lang.foreign.Arena;
@@ -30,7 +30,7 @@ public final class DemoConsumer {
         long bytes = 0;
         long bad = 0;
         long lastReport = System.nanoTime();
-        try (Refshare rs = Refshare.open(config); ShareQueue queue = ShareQueue.open(rs, args[2])) {
+        try (Refshare rs = Refshare.open(config); ShareQueue queue = rs.openQueue(args[2])) {
             System.out.println("READY");
             System.out.flush();
             while (true) {

@@ -2,11 +2,11 @@ package io.refshare.cli;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.holder.SharedHolder;
+import io.refshare.SharedHolder;
 import io.refshare.inspect.Inventory;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -98,7 +98,7 @@ final class HotswapCommand implements Callable<Integer> {
             long publishedNanos;
             List<HotswapSummary.Reader> finals = new ArrayList<>();
             SharedHolder.Stats open;
-            SharedHolder weights = SharedHolder.create(rs);
+            SharedHolder weights = rs.createHolder();
             try {
                 // a version before any reader starts, so a reader's acquire never finds the holder empty
                 published = publish(rs, weights, published);

@@ -2,8 +2,8 @@ package io.refshare.cli;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.holder.SharedHolder;
-import io.refshare.tensor.Tensor;
+import io.refshare.SharedHolder;
+import io.refshare.Tensor;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -41,7 +41,7 @@ public final class HotswapReader {
         long lastReport = System.nanoTime();
         SharedHolder.Stats closed;
         try (Refshare rs = Refshare.open(config)) {
-            SharedHolder weights = SharedHolder.open(rs, args[2]);
+            SharedHolder weights = rs.openHolder(args[2]);
             try {
                 System.out.println("READY");
                 System.out.flush();

@@ -2,9 +2,9 @@ package io.refshare.cli;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -61,8 +61,8 @@ class BridgeCommandTest {
             String queueB = first.substring(first.indexOf(" into queue ") + 12).trim();
             try (Refshare rsA = Refshare.open(RefshareConfig.defaults().withDirectory(a));
                  Refshare rsB = Refshare.open(RefshareConfig.defaults().withDirectory(b));
-                 ShareQueue qb = ShareQueue.open(rsB, queueB)) {
-                ShareQueue qa = ShareQueue.create(rsA, 8);
+                 ShareQueue qb = rsB.openQueue(queueB)) {
+                ShareQueue qa = rsA.createQueue(8);
                 send = cli("bridge", "send", "--dir", a.toString(), qa.name(), "--to", "127.0.0.1:13460", "--secret",
                         secret.toString());
                 for (int i = 0; i < 5; i++) {

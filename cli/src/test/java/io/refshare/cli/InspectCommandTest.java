@@ -2,9 +2,9 @@ package io.refshare.cli;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.holder.SharedHolder;
+import io.refshare.SharedHolder;
 import io.refshare.shm.ShmDirectory;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
@@ -28,7 +28,7 @@ class InspectCommandTest {
             String output;
             String name;
             try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
-                 SharedHolder holder = SharedHolder.create(rs, 4, 4)) {
+                 SharedHolder holder = rs.createHolder(4, 4)) {
                 name = holder.name();
                 Tensor held;
                 try (Tensor t = rs.allocateBytes(4096)) {

@@ -8,7 +8,7 @@ import java.lang.foreign.ValueLayout;
  * A descriptor is encoded straight into the cell this way, with no array in between (the
  * message path's largest allocation otherwise).
  */
-interface Outgoing {
+public interface Outgoing {
     /** Bytes the message takes (at most the queue's maximum). */
     int byteSize();
 

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.shm.ProcessIdentity;
 
 import java.util.List;

@@ -30,8 +30,8 @@ public final class QueuedMessages {
     /**
      * The payloads of the messages queue {@code name} holds now, in cell order.
      *
-     * @throws io.refshare.RefshareException when the file cannot be opened or is not a queue
-     *         this code can read ({@link io.refshare.InvalidDataException} for damage)
+     * @throws io.refshare.exceptions.RefshareException when the file cannot be opened or is not a queue
+     *         this code can read ({@link io.refshare.exceptions.InvalidDataException} for damage)
      */
     public static List<byte[]> payloads(ShmDirectory dir, String name) {
         try (ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH)) {

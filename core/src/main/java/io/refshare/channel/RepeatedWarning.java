@@ -8,22 +8,22 @@ import java.util.concurrent.atomic.AtomicLong;
  * count of those left out since, so a log shows the problem and its rate without being
  * flooded. Thread-safe.
  */
-final class RepeatedWarning {
-    static final long INTERVAL_NANOS = 10_000_000_000L;
+public final class RepeatedWarning {
+    public static final long INTERVAL_NANOS = 10_000_000_000L;
 
     private final System.Logger log;
     private final long intervalNanos;
     private final AtomicLong nextAt;
     private final AtomicLong leftOut = new AtomicLong();
 
-    RepeatedWarning(System.Logger log, long intervalNanos) {
+    public RepeatedWarning(System.Logger log, long intervalNanos) {
         this.log = log;
         this.intervalNanos = intervalNanos;
         this.nextAt = new AtomicLong(System.nanoTime());
     }
 
     /** Logs {@code message} now, or counts it if one was logged less than an interval ago. True when logged. */
-    boolean warn(String message) {
+    public boolean warn(String message) {
         long now = System.nanoTime();
         long due = nextAt.get();
         if (now - due < 0 || !nextAt.compareAndSet(due, now + intervalNanos)) {

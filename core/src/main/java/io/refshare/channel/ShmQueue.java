@@ -1,7 +1,9 @@
 package io.refshare.channel;
 
-import io.refshare.InvalidDataException;
-import io.refshare.ResourceLimitException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.ProducersGoneException;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
@@ -151,8 +153,8 @@ public final class ShmQueue implements AutoCloseable {
     private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
     private final AtomicLong nextProducersCheck = new AtomicLong(System.nanoTime());
     private volatile boolean detaching;
-    /** How this handle's waiters spend the time between attempts. */
-    private volatile WaitStrategy waiting = WaitStrategy.BACKOFF;
+    /** Whether this handle's waiters spin without pause (the user gave them a CPU) instead of backing off. */
+    private volatile boolean busySpin;
     private boolean detached;
     private int rolesRecorded;
 
@@ -240,9 +242,12 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    /** Sets how this handle waits (default {@link WaitStrategy#BACKOFF}); for waits that start later. */
-    public void waitWith(WaitStrategy strategy) {
-        waiting = java.util.Objects.requireNonNull(strategy, "strategy");
+    /**
+     * Sets how this handle waits, for waits that start later: spinning without pause when
+     * {@code busySpin}, else (the default) spinning, then yielding, then parking.
+     */
+    public void busySpin(boolean busySpin) {
+        this.busySpin = busySpin;
     }
 
     public String name() {
@@ -316,7 +321,7 @@ public final class ShmQueue implements AutoCloseable {
      *
      * @throws IllegalArgumentException if the message is longer than {@link #maxMessageBytes()}
      */
-    boolean offer(Outgoing message, long timeout, TimeUnit unit) throws InterruptedException {
+    public boolean offer(Outgoing message, long timeout, TimeUnit unit) throws InterruptedException {
         if (message.byteSize() > maxMessageBytes) {
             throw new IllegalArgumentException("message of " + message.byteSize() + " bytes exceeds this queue's "
                     + "maximum of " + maxMessageBytes + " bytes");
@@ -473,7 +478,7 @@ public final class ShmQueue implements AutoCloseable {
      * creator's handle is not attached to an open queue. A producer closing then ends the
      * stream and returns what is queued.
      */
-    boolean lastProducerWithoutConsumer() {
+    public boolean lastProducerWithoutConsumer() {
         enter();
         try {
             for (int i = 0; i < participants.capacity(); i++) {
@@ -721,7 +726,7 @@ public final class ShmQueue implements AutoCloseable {
 
     private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
-        boolean busy = waiting == WaitStrategy.BUSY_SPIN;
+        boolean busy = busySpin;
         Condition room = () -> hasRoom() || closedFlag() || detaching;
         if (nanos > 0 && spinUntil(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : SPIN_NANOS), room, !busy)
                 && tryOffer(message, deadline)) {
@@ -764,7 +769,7 @@ public final class ShmQueue implements AutoCloseable {
     private <T> T awaitMessage(long start, long deadline, Function<byte[], T> whileClaimed)
             throws InterruptedException {
         long nanos = deadline - start;
-        boolean busy = waiting == WaitStrategy.BUSY_SPIN;
+        boolean busy = busySpin;
         Condition message = () -> hasMessage() || closedFlag() || detaching;
         if (nanos > 0 && spinUntil(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : SPIN_NANOS), message, !busy)) {
             T m = tryPoll(whileClaimed, deadline);
@@ -814,7 +819,7 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    /** {@link WaitStrategy#BUSY_SPIN}'s wait between attempts: a slice of spinning, never a sleep. */
+    /** A busy-spinning wait between attempts: a slice of spinning, never a sleep. */
     private void spinASlice(long now, long remaining, Condition condition) throws InterruptedException {
         if (detaching) {
             throw handleClosed();
@@ -856,7 +861,7 @@ public final class ShmQueue implements AutoCloseable {
      * CPU the message usually comes within the first microsecond or two; yielding from
      * the first spin made that case about 3 µs instead of 1. A yield with nothing else
      * runnable returns at once, so a waiter alone on its CPU keeps spinning as before.
-     * {@link WaitStrategy#BUSY_SPIN} never yields ({@code yields} false): its user gave it a CPU.
+     * A busy-spinning handle never yields ({@code yields} false): its user gave it a CPU.
      */
     private static boolean spinUntil(long start, long deadline, Condition condition, boolean yields) {
         long yieldFrom = start + SPIN_ONLY_NANOS;

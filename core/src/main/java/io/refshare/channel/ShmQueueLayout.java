@@ -1,7 +1,7 @@
 package io.refshare.channel;
 
-import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.shm.ProcessIdentity;
 
 import java.lang.foreign.MemorySegment;

@@ -1,7 +1,7 @@
 package io.refshare.counter;
 
-import io.refshare.InvalidDataException;
-import io.refshare.ResourceLimitException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.shm.LifeFile;
 import io.refshare.shm.Libc;
 import io.refshare.shm.ProcessIdentity;
@@ -231,7 +231,7 @@ public final class CounterFile implements AutoCloseable {
      * (registering it in the peer table on first use). False when it is not in flight (already
      * taken or returned) or was handed out for another range.
      *
-     * @throws io.refshare.ResourceLimitException when this process is not registered yet and
+     * @throws io.refshare.exceptions.ResourceLimitException when this process is not registered yet and
      *                                            every peer entry is taken
      */
     public boolean claim(int slot, int tag) {

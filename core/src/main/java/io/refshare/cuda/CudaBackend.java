@@ -1,6 +1,6 @@
 package io.refshare.cuda;
 
-import io.refshare.OutOfSharedMemoryException;
+import io.refshare.exceptions.OutOfSharedMemoryException;
 import io.refshare.memory.Segment;
 import io.refshare.memory.SegmentBackend;
 import io.refshare.shm.ShmDirectory;

@@ -1,6 +1,6 @@
 package io.refshare.cuda;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 
 /**
  * A CUDA driver call that returned an error: the message names the call, what it was

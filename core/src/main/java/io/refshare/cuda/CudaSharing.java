@@ -1,6 +1,6 @@
 package io.refshare.cuda;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.memory.AllocatorStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.Segment;
@@ -8,7 +8,7 @@ import io.refshare.share.DeviceSharing;
 import io.refshare.share.ReceivedSegment;
 import io.refshare.share.Sharing;
 import io.refshare.share.Storage;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;

@@ -1,6 +1,6 @@
 package io.refshare.cuda;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 
 /**
  * CUDA cannot be used in this process: no driver library, a driver that cannot start, or

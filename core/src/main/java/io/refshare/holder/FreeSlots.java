@@ -10,13 +10,13 @@ import java.lang.invoke.VarHandle;
  * Taking scans, which is fine on the publishing path (one scan of a few words per
  * {@code set}); acquiring and releasing never come here.
  */
-final class FreeSlots {
+public final class FreeSlots {
     private static final VarHandle BITS = MethodHandles.arrayElementVarHandle(long[].class);
 
     private final long[] bits;
     private final int capacity;
 
-    FreeSlots(int capacity) {
+    public FreeSlots(int capacity) {
         this.capacity = capacity;
         this.bits = new long[(capacity + 63) >>> 6];
         for (int slot = 0; slot < capacity; slot++) {
@@ -25,7 +25,7 @@ final class FreeSlots {
     }
 
     /** A free entry, now taken by the caller; -1 when every entry is in use. */
-    int take() {
+    public int take() {
         for (int i = 0; i < bits.length; i++) {
             long b;
             while ((b = (long) BITS.getVolatile(bits, i)) != 0) {
@@ -38,7 +38,7 @@ final class FreeSlots {
         return -1;
     }
 
-    void give(int slot) {
+    public void give(int slot) {
         long bit = 1L << (slot & 63);
         long before = (long) BITS.getAndBitwiseOr(bits, slot >>> 6, bit);
         if ((before & bit) != 0) {
@@ -47,7 +47,7 @@ final class FreeSlots {
     }
 
     /** Entries in use now (a snapshot; for statistics and tests). */
-    int inUse() {
+    public int inUse() {
         int free = 0;
         for (int i = 0; i < bits.length; i++) {
             free += Long.bitCount((long) BITS.getVolatile(bits, i));

@@ -1,6 +1,6 @@
 package io.refshare.holder;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
 
@@ -63,9 +63,9 @@ import static io.refshare.holder.SharedHolderLayout.*;
  * operations are on memory both processes map: locked instructions, full fences on x86-64
  * (and acquire/release atomics elsewhere), the same ones the JDK uses within a process.
  */
-final class HolderFile {
+public final class HolderFile {
     /** Told the contents of a version whose last reference went, before its slot is freed. */
-    interface Retirement {
+    public interface Retirement {
         void retired(int slot, long sequence, byte[] descriptor);
     }
 
@@ -73,7 +73,7 @@ final class HolderFile {
     private final Geometry geometry;
     private final long drainAt;
 
-    HolderFile(MemorySegment mem, Geometry geometry, int drainAt) {
+    public HolderFile(MemorySegment mem, Geometry geometry, int drainAt) {
         if (drainAt < 1 || drainAt > HolderWord.DEFAULT_DRAIN_AT) {
             throw new IllegalArgumentException("drainAt must be in 1.." + HolderWord.DEFAULT_DRAIN_AT + ": " + drainAt);
         }
@@ -82,7 +82,7 @@ final class HolderFile {
         this.drainAt = drainAt;
     }
 
-    Geometry geometry() {
+    public Geometry geometry() {
         return geometry;
     }
 
@@ -96,7 +96,7 @@ final class HolderFile {
      * A row for process {@code identity} (packed): the row it already has, else a free one
      * claimed now; -1 when every row is taken.
      */
-    int registerReader(long identity) {
+    public int registerReader(long identity) {
         for (int r = 0; r < geometry.readerCapacity(); r++) {
             if ((long) LONG.getVolatile(mem, geometry.rowOffset(r) + ROW_IDENTITY) == identity) {
                 return r;
@@ -121,7 +121,7 @@ final class HolderFile {
      * the holder word as it was before the increment: its slot and generation name the
      * version (slot -1: the holder was empty and nothing is held).
      */
-    long acquire(int row) {
+    public long acquire(int row) {
         long w = (long) LONG.getAndAdd(mem, WORD_OFFSET, 1L);
         int slot = HolderWord.slot(w);
         boolean drain = HolderWord.count(w) + 1 >= drainAt;
@@ -143,7 +143,7 @@ final class HolderFile {
     }
 
     /** Releases one reference the process of {@code row} holds on the version in {@code slot}. */
-    void release(int row, int slot, Retirement retirement) {
+    public void release(int row, int slot, Retirement retirement) {
         long at = geometry.heldOffset(row, slot);
         long held = (long) LONG.getAndAdd(mem, at, -1L);
         if (held <= 0) {
@@ -161,7 +161,7 @@ final class HolderFile {
     }
 
     /** The publish sequence of the version in {@code slot}; stable while the caller holds it. */
-    long sequence(int slot) {
+    public long sequence(int slot) {
         return mem.get(LE_LONG, geometry.slotOffset(slot) + SLOT_SEQUENCE);
     }
 
@@ -169,7 +169,7 @@ final class HolderFile {
      * A copy of the descriptor of the version the caller holds in {@code slot}, checked to
      * be that generation's and of a sane length.
      */
-    byte[] descriptor(int slot, int generation) {
+    public byte[] descriptor(int slot, int generation) {
         long base = geometry.slotOffset(slot);
         long state = (long) LONG.getAcquire(mem, base + SLOT_STATE);
         if (stateOf(state) != LIVE || generationOf(state) != generation) {
@@ -191,7 +191,7 @@ final class HolderFile {
      * Claims a free slot for a new version and returns the holder word that will name it
      * (count 0); -1 when every slot holds a live version.
      */
-    long claimSlot() {
+    public long claimSlot() {
         for (int s = 0; s < geometry.slotCapacity(); s++) {
             long at = geometry.slotOffset(s) + SLOT_STATE;
             long state = (long) LONG.getVolatile(mem, at);
@@ -209,14 +209,14 @@ final class HolderFile {
      * Writes the claimed slot's version (pinned, numbered, described) and marks it LIVE;
      * returns its sequence number.
      */
-    long fill(long word, long publisher, byte[] descriptor) {
+    public long fill(long word, long publisher, byte[] descriptor) {
         if (descriptor.length < 1 || descriptor.length > MAX_DESCRIPTOR_BYTES) {
             throw new IllegalArgumentException("descriptor of " + descriptor.length + " bytes does not fit a slot");
         }
         int slot = HolderWord.slot(word);
         long base = geometry.slotOffset(slot);
         long sequence = (long) LONG.getAndAdd(mem, PUBLISHED_OFFSET, 1L) + 1;
-        mem.set(LE_LONG, base + SLOT_COUNT, AtomicHolder.PINNED);
+        mem.set(LE_LONG, base + SLOT_COUNT, HolderWord.PINNED);
         mem.set(LE_LONG, base + SLOT_SEQUENCE, sequence);
         mem.set(LE_LONG, base + SLOT_PUBLISHER, publisher);
         mem.set(LE_INT, base + SLOT_DESCRIPTOR_LENGTH, descriptor.length);
@@ -226,7 +226,7 @@ final class HolderFile {
     }
 
     /** Gives back a slot claimed by {@link #claimSlot} that will not be filled. */
-    void abandon(long word) {
+    public void abandon(long word) {
         LONG.setRelease(mem, geometry.slotOffset(HolderWord.slot(word)) + SLOT_STATE,
                 SharedHolderLayout.state(FREE, HolderWord.generation(word)));
     }
@@ -236,7 +236,7 @@ final class HolderFile {
      * word it replaced, which the caller must hand to {@link #unpin} (even if it fails
      * before: the old version stays pinned until then).
      */
-    long swap(long word) {
+    public long swap(long word) {
         return (long) LONG.getAndSet(mem, WORD_OFFSET, word);
     }
 
@@ -244,7 +244,7 @@ final class HolderFile {
      * The transfer: moves the external count of {@code old} (a word {@link #swap} returned)
      * to its version's own count and unpins it, retiring it if nobody holds it.
      */
-    void unpin(long old, Retirement retirement) {
+    public void unpin(long old, Retirement retirement) {
         int slot = HolderWord.slot(old);
         if (slot < 0) {
             return; // acquisitions of an empty holder hold nothing
@@ -253,31 +253,31 @@ final class HolderFile {
             throw new InvalidDataException("holder word named slot " + slot + " of " + geometry.slotCapacity()
                     + " (corrupt holder file)");
         }
-        releaseCount(slot, AtomicHolder.PINNED - HolderWord.count(old), retirement);
+        releaseCount(slot, HolderWord.PINNED - HolderWord.count(old), retirement);
     }
 
-    boolean isClosed() {
+    public boolean isClosed() {
         return (long) LONG.getVolatile(mem, CLOSED_OFFSET) != 0;
     }
 
-    void markClosed() {
+    public void markClosed() {
         LONG.setVolatile(mem, CLOSED_OFFSET, 1L);
     }
 
-    long published() {
+    public long published() {
         return (long) LONG.getVolatile(mem, PUBLISHED_OFFSET);
     }
 
-    long retired() {
+    public long retired() {
         return (long) LONG.getVolatile(mem, RETIRED_OFFSET);
     }
 
-    long reclaimed() {
+    public long reclaimed() {
         return (long) LONG.getVolatile(mem, RECLAIMED_OFFSET);
     }
 
     /** Slots holding a version now (live or being written). */
-    int slotsInUse() {
+    public int slotsInUse() {
         int n = 0;
         for (int s = 0; s < geometry.slotCapacity(); s++) {
             if (stateOf((long) LONG.getVolatile(mem, geometry.slotOffset(s) + SLOT_STATE)) != FREE) {
@@ -288,7 +288,7 @@ final class HolderFile {
     }
 
     /** The processes that have a row (alive or not). */
-    java.util.List<ProcessIdentity> readers() {
+    public java.util.List<ProcessIdentity> readers() {
         java.util.List<ProcessIdentity> list = new java.util.ArrayList<>();
         for (int r = 0; r < geometry.readerCapacity(); r++) {
             ProcessIdentity p = unpackIdentity((long) LONG.getVolatile(mem, geometry.rowOffset(r) + ROW_IDENTITY));
@@ -306,7 +306,7 @@ final class HolderFile {
      * rows; returns the references given back. {@code me} is the caller's packed identity,
      * marking the rows it is reclaiming.
      */
-    long reclaimDead(long me, Predicate<ProcessIdentity> alive, Retirement retirement) {
+    public long reclaimDead(long me, Predicate<ProcessIdentity> alive, Retirement retirement) {
         long total = 0;
         for (int r = 0; r < geometry.readerCapacity(); r++) {
             long at = geometry.rowOffset(r) + ROW_IDENTITY;

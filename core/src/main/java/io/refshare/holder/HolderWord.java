@@ -25,28 +25,31 @@ package io.refshare.holder;
  * initialisation. The count field is drained well before it can carry into the
  * generation: see {@link #DEFAULT_DRAIN_AT}.
  */
-final class HolderWord {
+public final class HolderWord {
+    /** A version's own count while the holder points at it (see the implementation notes). */
+    public static final long PINNED = 1L << 62;
+
     static final int COUNT_BITS = 24;
     static final int GENERATION_BITS = 24;
     static final int SLOT_SHIFT = COUNT_BITS + GENERATION_BITS;
     static final long COUNT_MASK = (1L << COUNT_BITS) - 1;
     static final int GENERATION_MASK = (1 << GENERATION_BITS) - 1;
     /** Largest number of version slots a holder can have (slot + 1 must fit 16 bits). */
-    static final int MAX_SLOTS = (1 << 16) - 1;
+    public static final int MAX_SLOTS = (1 << 16) - 1;
     /**
      * An acquirer that makes the external count reach this moves it to the version's own
      * count. Half the field's range stays free for acquirers that incremented before the
      * drain landed: the count can only overflow if 2^23 threads sit between their
      * getAndAdd and their drain at once.
      */
-    static final int DEFAULT_DRAIN_AT = 1 << (COUNT_BITS - 1);
+    public static final int DEFAULT_DRAIN_AT = 1 << (COUNT_BITS - 1);
 
-    static final long EMPTY = 0;
+    public static final long EMPTY = 0;
 
     private HolderWord() {
     }
 
-    static long of(int slot, int generation) {
+    public static long of(int slot, int generation) {
         if (slot < 0 || slot >= MAX_SLOTS) {
             throw new IllegalArgumentException("slot out of range: " + slot);
         }
@@ -54,28 +57,28 @@ final class HolderWord {
     }
 
     /** The slot the word names, or -1 for an empty holder. */
-    static int slot(long word) {
+    public static int slot(long word) {
         return (int) (word >>> SLOT_SHIFT) - 1;
     }
 
-    static int generation(long word) {
+    public static int generation(long word) {
         return (int) (word >>> COUNT_BITS) & GENERATION_MASK;
     }
 
-    static long count(long word) {
+    public static long count(long word) {
         return word & COUNT_MASK;
     }
 
     /** The word without its count: equal for two words exactly when they name the same version. */
-    static long version(long word) {
+    public static long version(long word) {
         return word & ~COUNT_MASK;
     }
 
-    static int nextGeneration(int generation) {
+    public static int nextGeneration(int generation) {
         return (generation + 1) & GENERATION_MASK;
     }
 
-    static String toString(long word) {
+    public static String toString(long word) {
         int slot = slot(word);
         return slot < 0 ? "empty (count " + count(word) + ")"
                 : "slot " + slot + " generation " + generation(word) + " count " + count(word);

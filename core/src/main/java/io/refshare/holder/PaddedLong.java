@@ -12,7 +12,7 @@ import java.lang.invoke.VarHandle;
  * with where the allocator happened to put the objects). An array, not padding fields,
  * because the JVM may reorder fields but not array elements.
  */
-final class PaddedLong {
+public final class PaddedLong {
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
     private static final int AT = 16;
 
@@ -20,25 +20,25 @@ final class PaddedLong {
     }
 
     /** A new padded word; publish it through a final field. */
-    static long[] of(long initial) {
+    public static long[] of(long initial) {
         long[] cell = new long[2 * AT + 1];
         cell[AT] = initial;
         return cell;
     }
 
-    static long get(long[] cell) {
+    public static long get(long[] cell) {
         return (long) LONGS.getVolatile(cell, AT);
     }
 
-    static long getAndAdd(long[] cell, long delta) {
+    public static long getAndAdd(long[] cell, long delta) {
         return (long) LONGS.getAndAdd(cell, AT, delta);
     }
 
-    static long getAndSet(long[] cell, long value) {
+    public static long getAndSet(long[] cell, long value) {
         return (long) LONGS.getAndSet(cell, AT, value);
     }
 
-    static boolean compareAndSet(long[] cell, long expected, long value) {
+    public static boolean compareAndSet(long[] cell, long expected, long value) {
         return LONGS.compareAndSet(cell, AT, expected, value);
     }
 }

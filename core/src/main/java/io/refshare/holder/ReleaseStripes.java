@@ -24,14 +24,14 @@ import java.lang.invoke.VarHandle;
  * the switch is per stripe and needs no grace period, because the returned value tells a
  * late release which side of the switch it landed on.
  */
-final class ReleaseStripes {
+public final class ReleaseStripes {
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
     /** 128 bytes between stripes: two cache lines, as adjacent-line prefetch pairs them. */
     private static final int SPACING = 16;
     /** A closed stripe's value; open stripes stay above it (that takes 2<sup>62</sup> releases). */
     static final long CLOSED = -(1L << 62);
     /** Enough stripes that threads on different CPUs seldom share one; a power of two. */
-    static final int STRIPES = Math.min(32, Integer.highestOneBit(4 * Runtime.getRuntime().availableProcessors() - 1) << 1);
+    public static final int STRIPES = Math.min(32, Integer.highestOneBit(4 * Runtime.getRuntime().availableProcessors() - 1) << 1);
     private static final int SHIFT = 64 - Integer.numberOfTrailingZeros(STRIPES);
 
     private final long[] cells = new long[(STRIPES + 1) * SPACING];
@@ -40,12 +40,12 @@ final class ReleaseStripes {
      * Counts one release on the calling thread's stripe. Returns false when that stripe is
      * already closed: the caller must count the release on the version's own count.
      */
-    boolean release() {
+    public boolean release() {
         return (long) LONGS.getAndAdd(cells, index(Thread.currentThread().threadId()), -1L) > CLOSED;
     }
 
     /** Closes every stripe and returns the releases counted in them, as a negative number. Once. */
-    long close() {
+    public long close() {
         long sum = 0;
         for (int i = 1; i <= STRIPES; i++) {
             sum += (long) LONGS.getAndSet(cells, i * SPACING, CLOSED);

@@ -1,6 +1,6 @@
 package io.refshare.holder;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.wire.DescriptorCodec;
 
@@ -149,7 +149,7 @@ public final class SharedHolderLayout {
     }
 
     /** The geometry a file's header states, checked against the file's size; throws on anything malformed. */
-    static Geometry readGeometry(MemorySegment m, String where) {
+    public static Geometry readGeometry(MemorySegment m, String where) {
         long magic = (long) LONG.getAcquire(m, MAGIC_OFFSET);
         if (magic != MAGIC) {
             throw new InvalidDataException(where + " is not a refshare holder file (magic 0x" + Long.toHexString(magic)
@@ -187,7 +187,7 @@ public final class SharedHolderLayout {
     }
 
     /** Writes the header of a new (zero-filled) file; the magic goes last. */
-    static void format(MemorySegment m, Geometry g, ProcessIdentity owner) {
+    public static void format(MemorySegment m, Geometry g, ProcessIdentity owner) {
         m.set(LE_INT, VERSION_OFFSET, VERSION);
         m.set(LE_INT, HEADER_LENGTH_OFFSET, HEADER_LENGTH);
         m.set(LE_LONG, OWNER_PID_OFFSET, owner.pid());
@@ -200,7 +200,7 @@ public final class SharedHolderLayout {
         LONG.setRelease(m, MAGIC_OFFSET, MAGIC);
     }
 
-    static long packIdentity(ProcessIdentity p) {
+    public static long packIdentity(ProcessIdentity p) {
         if (p.pid() > PID_MASK || p.startTicks() > MAX_START_TICKS || p.startTicks() <= 0) {
             throw new IllegalArgumentException("cannot record " + p + " in a holder file");
         }

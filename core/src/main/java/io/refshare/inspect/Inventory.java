@@ -3,7 +3,7 @@ package io.refshare.inspect;
 import io.refshare.channel.QueueStats;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
-import io.refshare.holder.SharedHolder;
+import io.refshare.SharedHolder;
 import io.refshare.shm.CheckedFile;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;

@@ -1,6 +1,6 @@
 package io.refshare.memory;
 
-import io.refshare.OutOfSharedMemoryException;
+import io.refshare.exceptions.OutOfSharedMemoryException;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -22,7 +22,7 @@ public interface SegmentBackend {
      * Allocates a new segment of at least {@code bytes} bytes (the allocator asks only for
      * multiples of 2 MiB), ready to be written.
      *
-     * @throws io.refshare.OutOfSharedMemoryException when the memory cannot be had (a full
+     * @throws io.refshare.exceptions.OutOfSharedMemoryException when the memory cannot be had (a full
      *         {@code /dev/shm}, device memory exhausted); nothing is left behind
      * @throws IllegalArgumentException when {@code bytes} is not positive
      */

@@ -1,6 +1,6 @@
 package io.refshare.share;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.counter.CounterFile;
 import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;

@@ -1,6 +1,6 @@
 package io.refshare.share;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.counter.CounterFile;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;

@@ -1,7 +1,7 @@
 package io.refshare.share;
 
-import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.counter.CounterFile;
 import io.refshare.counter.CounterFileLayout;
 import io.refshare.counter.RangeTag;
@@ -191,7 +191,7 @@ public final class Sharing implements AutoCloseable {
      * received once: a second attempt (here or in any process) fails without touching any
      * count, and so does one naming another range than its token was handed out for.
      *
-     * @throws io.refshare.ResourceLimitException when this process cannot record itself in
+     * @throws io.refshare.exceptions.ResourceLimitException when this process cannot record itself in
      *         the sender's counter file (every peer entry taken): nothing was consumed, the
      *         descriptor can be received later or by another process
      * @throws InvalidDataException when the descriptor does not match the sender's files
@@ -276,7 +276,7 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
-    // ---- hooks for io.refshare.holder.SharedHolder ----
+    // ---- hooks for io.refshare.SharedHolder ----
     /**
      * Maps (host) or opens (device) the block a descriptor names without taking its token:
      * for holders, which keep one token per published version and count each reader's

@@ -3,7 +3,7 @@ package io.refshare.share;
 /**
  * A block of another process (or of this one) mapped under a count kept elsewhere: unlike a
  * {@link ReceivedBlock} it takes no token of its own. Holders use it
- * ({@code io.refshare.holder.SharedHolder}): one token keeps a published version alive for
+ * ({@code io.refshare.SharedHolder}): one token keeps a published version alive for
  * every reader, and each reader's acquisition is counted in the holder's file. Disposing it
  * drops the segment reference (host: the mapping; device: the opened IPC segment, after this
  * process's stream is done with it) and then runs the action that gives the outside count

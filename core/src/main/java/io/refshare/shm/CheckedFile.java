@@ -1,7 +1,7 @@
 package io.refshare.shm;
 
-import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;

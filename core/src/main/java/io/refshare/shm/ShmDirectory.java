@@ -1,8 +1,8 @@
 package io.refshare.shm;
 
-import io.refshare.InvalidDataException;
-import io.refshare.OutOfSharedMemoryException;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.OutOfSharedMemoryException;
+import io.refshare.exceptions.RefshareException;
 
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,6 +1,6 @@
 package io.refshare.shm;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;

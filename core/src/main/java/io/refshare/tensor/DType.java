@@ -1,6 +1,6 @@
 package io.refshare.tensor;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 
 /**
  * The element type of a tensor.

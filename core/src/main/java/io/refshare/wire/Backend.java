@@ -1,6 +1,6 @@
 package io.refshare.wire;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 
 /**
  * Where a shared block's memory lives. The codes are part of the wire format: never

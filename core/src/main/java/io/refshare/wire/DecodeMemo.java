@@ -1,6 +1,6 @@
 package io.refshare.wire;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

@@ -1,6 +1,6 @@
 package io.refshare.wire;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;

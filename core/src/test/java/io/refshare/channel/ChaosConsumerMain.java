@@ -1,8 +1,10 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.lang.foreign.ValueLayout;
@@ -20,7 +22,7 @@ public final class ChaosConsumerMain {
         long bad = 0;
         ArrayDeque<Tensor> open = new ArrayDeque<>();
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])));
-             ShareQueue queue = ShareQueue.open(rs, args[1])) {
+             ShareQueue queue = rs.openQueue(args[1])) {
             System.out.println("READY");
             System.out.flush();
             while (true) {

@@ -1,9 +1,11 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
 import io.refshare.inspect.Janitor;
 import io.refshare.shm.ProcessIdentity;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
@@ -40,7 +42,7 @@ class ChaosTest {
         Random random = new Random(42);
         try (TempShm shm = new TempShm()) {
             try (Refshare producer = Refshare.open(shm.config())) {
-                ShareQueue queue = ShareQueue.create(producer, 32);
+                ShareQueue queue = producer.createQueue(32);
                 List<ChildJvm> consumers = new ArrayList<>();
                 AtomicBoolean stop = new AtomicBoolean();
                 AtomicLong sent = new AtomicLong();

@@ -2,7 +2,7 @@ package io.refshare.channel;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 

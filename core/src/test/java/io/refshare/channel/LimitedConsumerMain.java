@@ -1,9 +1,11 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.ResourceLimitException;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.ResourceLimitException;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.io.BufferedReader;
@@ -28,7 +30,7 @@ public final class LimitedConsumerMain {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         List<Tensor> kept = new ArrayList<>();
         try (Refshare rs = Refshare.open(config);
-             ShareQueue queue = ShareQueue.open(rs, args[1]);
+             ShareQueue queue = rs.openQueue(args[1]);
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
             System.out.println("READY");
             System.out.flush();

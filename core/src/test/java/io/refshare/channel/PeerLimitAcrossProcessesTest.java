@@ -1,7 +1,8 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
 import io.refshare.Refshare;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
@@ -26,7 +27,7 @@ class PeerLimitAcrossProcessesTest {
     @Test
     void aMessageMetByAFullPeerTableStaysForAConsumerThatCanTakeIt() throws Exception {
         try (Refshare producer = Refshare.open(shm.config().withPeersPerCounterFile(1));
-             ShareQueue queue = ShareQueue.create(producer, 8)) {
+             ShareQueue queue = producer.createQueue(8)) {
             for (long seed = 1; seed <= 2; seed++) {
                 try (Tensor t = producer.allocateBytes(seed * 1024)) {
                     Patterns.fill(t.data(), seed);

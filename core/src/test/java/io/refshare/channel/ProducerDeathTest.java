@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
 import io.refshare.Refshare;
 import io.refshare.inspect.Janitor;
 import io.refshare.testing.ChildJvm;
@@ -23,7 +24,7 @@ class ProducerDeathTest {
         try (TempShm shm = new TempShm()) {
             List<ChildJvm> consumers = new ArrayList<>();
             try (Refshare coordinator = Refshare.open(shm.config())) {
-                ShareQueue queue = ShareQueue.create(coordinator, 64);
+                ShareQueue queue = coordinator.createQueue(64);
                 try {
                     for (int i = 0; i < 3; i++) {
                         ChildJvm c = ChildJvm.start(ChaosConsumerMain.class, shm.path().toString(), queue.name());

@@ -1,8 +1,11 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.Refshare;
 import io.refshare.inspect.Janitor;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
@@ -42,7 +45,7 @@ class ProducersGoneTest {
             try (producer; Refshare rs = Refshare.open(shm.config())) {
                 String name = producer.expect("QUEUE");
                 producer.expect("SENT");
-                try (ShareQueue consumer = ShareQueue.open(rs, name)) {
+                try (ShareQueue consumer = rs.openQueue(name)) {
                     for (int i = 0; i < 3; i++) {
                         consumer.take().close();
                     }
@@ -77,9 +80,9 @@ class ProducersGoneTest {
             try (creator; Refshare rs = Refshare.open(shm.config())) {
                 String name = creator.expect("QUEUE");
                 creator.expect("SENT");
-                ShareQueue producer = ShareQueue.open(rs, name);
+                ShareQueue producer = rs.openQueue(name);
                 creator.kill();
-                try (ShareQueue consumer = ShareQueue.open(rs, name)) {
+                try (ShareQueue consumer = rs.openQueue(name)) {
                     for (int i = 0; i < 5; i++) {
                         try (Tensor t = rs.allocateBytes(1024)) {
                             producer.put(t);
@@ -90,7 +93,7 @@ class ProducersGoneTest {
                     }
                 }
                 // the creator is dead but a producer lives: a consumer drains and waits, nothing ends
-                try (ShareQueue consumer = ShareQueue.open(rs, name)) {
+                try (ShareQueue consumer = rs.openQueue(name)) {
                     consumer.take().close();
                     consumer.take().close();
                     assertNull(consumer.poll(600, TimeUnit.MILLISECONDS), "a live producer keeps the stream open");
@@ -103,7 +106,7 @@ class ProducersGoneTest {
                 assertEquals(2, rs.stats().limboBlocks());
                 producer.close(); // the producer side's last close, no consumer attached
                 assertTrue(rs.awaitLimboEmpty(java.time.Duration.ofSeconds(10)), "the queued messages came back");
-                try (ShareQueue late = ShareQueue.open(rs, name)) {
+                try (ShareQueue late = rs.openQueue(name)) {
                     QueueClosedException end = assertThrows(QueueClosedException.class, late::take);
                     assertFalse(end instanceof ProducersGoneException, "ended by its last producer's decision");
                 }
@@ -120,7 +123,7 @@ class ProducersGoneTest {
             try (producer; Refshare rs = Refshare.open(shm.config())) {
                 String name = producer.expect("QUEUE");
                 producer.expect("SENT");
-                try (ShareQueue first = ShareQueue.open(rs, name); ShareQueue second = ShareQueue.open(rs, name)) {
+                try (ShareQueue first = rs.openQueue(name); ShareQueue second = rs.openQueue(name)) {
                     producer.kill();
                     if (sweepInBetween) {
                         Janitor.sweep(shm.directory(), false);

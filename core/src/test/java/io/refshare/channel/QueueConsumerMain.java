@@ -1,8 +1,11 @@
 package io.refshare.channel;
 
+import io.refshare.WaitStrategy;
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.io.DataOutputStream;
@@ -32,9 +35,9 @@ public final class QueueConsumerMain {
         boolean limboEmpty = true;
         try (Refshare rs = Refshare.open(config);
              DataOutputStream ids = new DataOutputStream(new BufferedOutputStream(new FileOutputStream(args[2])))) {
-            ShareQueue forward = args[3].equals("-") ? null : ShareQueue.open(rs, args[3]);
+            ShareQueue forward = args[3].equals("-") ? null : rs.openQueue(args[3]);
             WaitStrategy waiting = args.length > 5 ? WaitStrategy.valueOf(args[5]) : WaitStrategy.BACKOFF;
-            try (ShareQueue queue = ShareQueue.open(rs, args[1], waiting)) {
+            try (ShareQueue queue = rs.openQueue(args[1], waiting)) {
                 System.out.println("READY");
                 System.out.flush();
                 while (taken != stopAfter) {

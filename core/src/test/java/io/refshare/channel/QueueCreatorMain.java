@@ -1,8 +1,9 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.lang.foreign.ValueLayout;
@@ -19,7 +20,7 @@ public final class QueueCreatorMain {
         int capacity = Integer.parseInt(args[1]);
         int count = Integer.parseInt(args[2]);
         Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])));
-        ShareQueue queue = ShareQueue.create(rs, capacity);
+        ShareQueue queue = rs.createQueue(capacity);
         System.out.println("QUEUE " + queue.name());
         System.out.flush();
         for (long seq = 0; seq < count; seq++) {

@@ -1,8 +1,9 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.lang.foreign.ValueLayout;
@@ -20,7 +21,7 @@ public final class QueueProducerMain {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         long producer = Long.parseLong(args[2]);
         int count = Integer.parseInt(args[3]);
-        try (Refshare rs = Refshare.open(config); ShareQueue queue = ShareQueue.open(rs, args[1])) {
+        try (Refshare rs = Refshare.open(config); ShareQueue queue = rs.openQueue(args[1])) {
             for (int seq = 0; seq < count; seq++) {
                 long id = producer << 32 | seq;
                 try (Tensor t = rs.allocateBytes(64 + (seq % 16) * 64)) {

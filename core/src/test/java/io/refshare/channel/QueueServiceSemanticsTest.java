@@ -1,11 +1,14 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
-import io.refshare.ResourceLimitException;
+import io.refshare.exceptions.RefshareException;
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ShmDirectory;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import io.refshare.testing.TestThreads;
@@ -42,14 +45,14 @@ class QueueServiceSemanticsTest {
 
     @Test
     void aConsumersCloseEndsNothingAndTheQueuedMessagesWaitForTheNextConsumer() throws Exception {
-        try (Refshare rs = Refshare.open(shm.config()); ShareQueue producer = ShareQueue.create(rs, 4)) {
+        try (Refshare rs = Refshare.open(shm.config()); ShareQueue producer = rs.createQueue(4)) {
             for (int i = 0; i < 3; i++) {
                 try (Tensor t = rs.allocateBytes(256)) {
                     Patterns.fill(t.data(), i);
                     producer.put(t);
                 }
             }
-            try (ShareQueue leaving = ShareQueue.open(rs, producer.name()); Tensor t = leaving.take()) {
+            try (ShareQueue leaving = rs.openQueue(producer.name()); Tensor t = leaving.take()) {
                 assertEquals(-1, Patterns.firstMismatch(t.data(), 0));
             }
             assertFalse(producer.stats().closed(), "a consumer's close does not end the stream");
@@ -57,7 +60,7 @@ class QueueServiceSemanticsTest {
                 Patterns.fill(t.data(), 3);
                 assertTrue(producer.offer(t, 1, SECONDS), "and the producer goes on");
             }
-            try (ShareQueue next = ShareQueue.open(rs, producer.name())) {
+            try (ShareQueue next = rs.openQueue(producer.name())) {
                 for (int i = 1; i < 4; i++) {
                     try (Tensor t = next.poll(1, SECONDS)) {
                         assertNotNull(t, "message " + i + " waited for the next consumer");
@@ -140,7 +143,7 @@ class QueueServiceSemanticsTest {
 
     @Test
     void aShareQueuePollReturnsByItsDeadlineWhenEveryMessageIsGarbage() throws Exception {
-        try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = ShareQueue.create(rs, 8);
+        try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = rs.createQueue(8);
              QueueFileView view = new QueueFileView(dir, queue.name())) {
             Geometry g = Geometry.of(8, io.refshare.wire.DescriptorCodec.MAX_ENCODED_BYTES,
                     ShmQueueLayout.DEFAULT_PARTICIPANTS);

@@ -1,7 +1,8 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
 import io.refshare.Refshare;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
@@ -31,7 +32,7 @@ class ShareQueueAcrossProcessesTest {
         int perProducer = 100_000;
         List<ChildJvm> children = new ArrayList<>();
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            ShareQueue queue = ShareQueue.create(rs, 256);
+            ShareQueue queue = rs.createQueue(256);
             try {
                 List<ChildJvm> consumers = new ArrayList<>();
                 for (int c = 0; c < 3; c++) {
@@ -76,8 +77,8 @@ class ShareQueueAcrossProcessesTest {
         int count = 20_000;
         List<ChildJvm> children = new ArrayList<>();
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            ShareQueue first = ShareQueue.create(rs, 64);
-            ShareQueue second = ShareQueue.create(rs, 64);
+            ShareQueue first = rs.createQueue(64);
+            ShareQueue second = rs.createQueue(64);
             try {
                 ChildJvm last = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), second.name(),
                         tmp.resolve("last").toString(), "-", "-1");
@@ -112,7 +113,7 @@ class ShareQueueAcrossProcessesTest {
     @Test
     void aConsumerLeavingMidStreamEndsNothingAndTheCreatorsCloseReturnsWhatIsQueued() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            ShareQueue queue = ShareQueue.create(rs, 16);
+            ShareQueue queue = rs.createQueue(16);
             try (ChildJvm consumer = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
                     tmp.resolve("ids").toString(), "-", "100")) {
                 consumer.expect("READY");
@@ -146,7 +147,7 @@ class ShareQueueAcrossProcessesTest {
         int count = 3_000;
         List<ChildJvm> children = new ArrayList<>();
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            ShareQueue queue = ShareQueue.create(rs, 32);
+            ShareQueue queue = rs.createQueue(32);
             try {
                 ChildJvm first = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
                         tmp.resolve("first").toString(), "-", "1000");
@@ -178,7 +179,7 @@ class ShareQueueAcrossProcessesTest {
     @Test
     void hostilePeersAreRejectedAndTheQueueKeepsServing() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             ShareQueue queue = ShareQueue.create(rs, 64);
+             ShareQueue queue = rs.createQueue(64);
              ChildJvm hostile = ChildJvm.start(HostileQueuePeer.class, shm.path().toString(), queue.name())) {
             assertEquals("true", hostile.expect("SENT"), "an oversized frame is refused at the sender");
             for (int i = 0; i < 10; i++) {

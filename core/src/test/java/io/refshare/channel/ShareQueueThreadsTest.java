@@ -1,7 +1,9 @@
 package io.refshare.channel;
 
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
@@ -25,8 +27,8 @@ class ShareQueueThreadsTest {
         int perThread = 5_000;
         try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
              Refshare consumer = Refshare.open(shm.config())) {
-            ShareQueue out = ShareQueue.create(producer, 32);
-            ShareQueue in = ShareQueue.open(consumer, out.name());
+            ShareQueue out = producer.createQueue(32);
+            ShareQueue in = consumer.openQueue(out.name());
             ConcurrentHashMap<Long, Boolean> seen = new ConcurrentHashMap<>();
             AtomicLong bad = new AtomicLong();
             List<Thread> workers = new ArrayList<>();
@@ -84,7 +86,7 @@ class ShareQueueThreadsTest {
     @Test
     void aTimedOutOfferCountsNothing() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             ShareQueue queue = ShareQueue.create(rs, 1)) {
+             ShareQueue queue = rs.createQueue(1)) {
             try (Tensor a = rs.allocateBytes(64); Tensor b = rs.allocateBytes(64)) {
                 assertTrue(queue.offer(a, 1, TimeUnit.SECONDS));
                 assertFalse(queue.offer(b, 10, TimeUnit.MILLISECONDS), "full: backpressure");
@@ -98,7 +100,7 @@ class ShareQueueThreadsTest {
     @Test
     void closingALoneQueueReturnsWhatItHeld() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            ShareQueue queue = ShareQueue.create(rs, 8);
+            ShareQueue queue = rs.createQueue(8);
             for (int i = 0; i < 5; i++) {
                 try (Tensor t = rs.allocateBytes(4096)) {
                     queue.put(t);

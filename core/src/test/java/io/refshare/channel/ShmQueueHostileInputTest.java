@@ -1,6 +1,6 @@
 package io.refshare.channel;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.TempShm;

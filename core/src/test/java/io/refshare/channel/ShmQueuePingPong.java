@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.ChildJvm;
 

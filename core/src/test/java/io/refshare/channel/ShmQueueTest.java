@@ -1,6 +1,7 @@
 package io.refshare.channel;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;

@@ -46,7 +46,7 @@ public final class TruncatedQueueMain {
             call.run();
             what = "returned";
         } catch (Throwable t) {
-            what = (t instanceof io.refshare.RefshareException ? "refshare " : "other ") + t.getClass().getSimpleName();
+            what = (t instanceof io.refshare.exceptions.RefshareException ? "refshare " : "other ") + t.getClass().getSimpleName();
         }
         return what + " " + (System.nanoTime() - start) / 1_000_000 + "ms";
     }

@@ -1,8 +1,11 @@
 package io.refshare.channel;
 
+import io.refshare.WaitStrategy;
+import io.refshare.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
@@ -33,7 +36,7 @@ class WaitStrategyTest {
     void aBusySpinningConsumerProcessTakesEveryMessageOnce() throws Exception {
         int count = 3_000;
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             ShareQueue queue = ShareQueue.create(rs, 16, WaitStrategy.BUSY_SPIN)) {
+             ShareQueue queue = rs.createQueue(16, WaitStrategy.BUSY_SPIN)) {
             Path ids = tmp.resolve("ids");
             try (ChildJvm consumer = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
                     ids.toString(), "-", "-1", "BUSY_SPIN")) {
@@ -65,8 +68,8 @@ class WaitStrategyTest {
     @Test
     void timeoutsEndOfStreamAndCloseEndABusySpin() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             ShareQueue producer = ShareQueue.create(rs, 1, WaitStrategy.BUSY_SPIN);
-             ShareQueue consumer = ShareQueue.open(rs, producer.name(), WaitStrategy.BUSY_SPIN)) {
+             ShareQueue producer = rs.createQueue(1, WaitStrategy.BUSY_SPIN);
+             ShareQueue consumer = rs.openQueue(producer.name(), WaitStrategy.BUSY_SPIN)) {
             long start = System.nanoTime();
             assertNull(consumer.poll(100, TimeUnit.MILLISECONDS));
             long waited = System.nanoTime() - start;
@@ -80,8 +83,8 @@ class WaitStrategyTest {
             assertTakeEndsWhen(consumer, producer::endOfStream);
         }
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             ShareQueue producer = ShareQueue.create(rs, 1)) {
-            ShareQueue consumer = ShareQueue.open(rs, producer.name(), WaitStrategy.BUSY_SPIN);
+             ShareQueue producer = rs.createQueue(1)) {
+            ShareQueue consumer = rs.openQueue(producer.name(), WaitStrategy.BUSY_SPIN);
             assertTakeEndsWhen(consumer, consumer::close); // its own handle closed under it
         }
     }
@@ -104,7 +107,7 @@ class WaitStrategyTest {
     @Test
     void noStrategyIsRefusedBeforeAnythingIsCreated() {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            assertThrows(NullPointerException.class, () -> ShareQueue.create(rs, 4, null));
+            assertThrows(NullPointerException.class, () -> rs.createQueue(4, null));
             assertEquals(0, shm.count("q"));
         }
     }

@@ -2,8 +2,8 @@ package io.refshare.churn;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.ResourceLimitException;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.ResourceLimitException;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.io.BufferedReader;

@@ -2,12 +2,12 @@ package io.refshare.churn;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 import io.refshare.counter.CounterFile;
 import io.refshare.inspect.Janitor;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmKind;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;
@@ -90,7 +90,7 @@ class ChurnTest {
         long started = System.nanoTime();
         int total = consumers * MESSAGES_PER_CONSUMER;
         try (Refshare producer = Refshare.open(config())) {
-            try (ShareQueue queue = ShareQueue.create(producer, 32)) {
+            try (ShareQueue queue = producer.createQueue(32)) {
                 ExecutorService putter = Executors.newSingleThreadExecutor();
                 try {
                     Future<?> puts = putter.submit(() -> {

@@ -2,9 +2,9 @@ package io.refshare.churn;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.ResourceLimitException;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.ResourceLimitException;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.io.BufferedReader;
@@ -33,7 +33,7 @@ public final class QueueChurnConsumerMain {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         List<Tensor> kept = new ArrayList<>();
         try (Refshare rs = Refshare.open(config);
-             ShareQueue queue = ShareQueue.open(rs, args[1]);
+             ShareQueue queue = rs.openQueue(args[1]);
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
             System.out.println("READY");
             System.out.flush();

@@ -1,6 +1,6 @@
 package io.refshare.conformance;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.shm.CheckedFile;
 import io.refshare.shm.FileHeader;
 import io.refshare.tensor.DType;

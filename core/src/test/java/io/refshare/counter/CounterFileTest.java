@@ -1,7 +1,7 @@
 package io.refshare.counter;
 
-import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;

@@ -1,6 +1,6 @@
 package io.refshare.counter;
 
-import io.refshare.ResourceLimitException;
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.shm.ShmDirectory;
 
 import java.io.BufferedReader;

@@ -1,10 +1,10 @@
 package io.refshare.cuda;
 
-import io.refshare.Device;
+import io.refshare.tensor.Device;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;

@@ -1,10 +1,10 @@
 package io.refshare.cuda;
 
-import io.refshare.Device;
+import io.refshare.tensor.Device;
 import io.refshare.Refshare;
-import io.refshare.holder.SharedHolder;
+import io.refshare.SharedHolder;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;
@@ -56,7 +56,7 @@ class CudaHolderAcrossProcessesTest {
         try (TempShm shm = new TempShm()) {
             TestDouble td = testDouble(shm);
             try (Refshare rs = Refshare.open(shm.config()); ChildJvm a = consumer(shm); ChildJvm b = consumer(shm)) {
-                SharedHolder holder = SharedHolder.create(rs, 4, 4);
+                SharedHolder holder = rs.createHolder(4, 4);
                 try {
                     for (ChildJvm c : List.of(a, b)) {
                         assertEquals("HOPENED", send(c, "HOPEN " + holder.name()));
@@ -151,7 +151,7 @@ class CudaHolderAcrossProcessesTest {
             TestDouble td = testDouble(shm);
             try (Refshare rs = Refshare.open(shm.config()); ChildJvm c = consumer(shm);
                  Arena arena = Arena.ofShared()) {
-                SharedHolder holder = SharedHolder.create(rs);
+                SharedHolder holder = rs.createHolder();
                 try {
                     assertEquals("HOPENED", send(c, "HOPEN " + holder.name()));
                     Tensor t = rs.allocate(CUDA, DType.UINT8, VERSION_BYTES);

@@ -2,8 +2,8 @@ package io.refshare.cuda;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.holder.SharedHolder;
-import io.refshare.tensor.Tensor;
+import io.refshare.SharedHolder;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 import io.refshare.wire.Backend;
 
@@ -96,7 +96,7 @@ public final class CudaPeerMain {
                             yield b.toString();
                         }
                         case "HOPEN" -> {
-                            holder = SharedHolder.open(rs, w[1]);
+                            holder = rs.openHolder(w[1]);
                             yield "HOPENED";
                         }
                         case "HGET" -> {

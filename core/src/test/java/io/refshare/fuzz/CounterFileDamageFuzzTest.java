@@ -1,11 +1,11 @@
 package io.refshare.fuzz;
 
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.counter.CounterFileLayout;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import io.refshare.wire.DescriptorCodec;

@@ -2,7 +2,7 @@ package io.refshare.fuzz;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;

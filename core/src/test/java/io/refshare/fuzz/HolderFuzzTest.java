@@ -2,11 +2,11 @@ package io.refshare.fuzz;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
-import io.refshare.holder.SharedHolder;
+import io.refshare.exceptions.RefshareException;
+import io.refshare.SharedHolder;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmKind;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -50,7 +50,7 @@ class HolderFuzzTest {
         try {
             SharedHolder h;
             try {
-                h = SharedHolder.open(reader, name);
+                h = reader.openHolder(name);
             } catch (RefshareException e) {
                 Hostile.refused(e);
                 return;

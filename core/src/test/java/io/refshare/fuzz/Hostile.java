@@ -1,6 +1,6 @@
 package io.refshare.fuzz;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;

@@ -3,14 +3,14 @@ package io.refshare.fuzz;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
+import io.refshare.exceptions.RefshareException;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.ShareQueue;
 import io.refshare.channel.ShmQueue;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmKind;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.testing.TempShm;
 import io.refshare.wire.Descriptor;
@@ -128,8 +128,8 @@ class ReceiveFuzzTest {
 
     @FuzzTest(maxDuration = "2m")
     void hostileQueuePeer(FuzzedDataProvider data) throws InterruptedException {
-        try (ShareQueue out = ShareQueue.create(producer, 4);
-             ShareQueue in = ShareQueue.open(consumer, out.name());
+        try (ShareQueue out = producer.createQueue(4);
+             ShareQueue in = consumer.openQueue(out.name());
              ShmQueue hostile = ShmQueue.open(dir, out.name())) {
             int garbage = data.consumeInt(0, 3);
             for (int i = 0; i < garbage; i++) {

@@ -3,13 +3,13 @@ package io.refshare.fuzz;
 import io.refshare.Refshare;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
-import io.refshare.holder.SharedHolder;
+import io.refshare.SharedHolder;
 import io.refshare.memory.HostBackend;
 import io.refshare.memory.Segment;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.testing.TempShm;
 import io.refshare.wire.Descriptor;
@@ -130,7 +130,7 @@ public final class SeedCorpus {
                 rs.share(t);
                 rs.sharing().stats();
             }
-            try (SharedHolder h = SharedHolder.create(rs, 4, 2)) {
+            try (SharedHolder h = rs.createHolder(4, 2)) {
                 write("HolderFuzzTestInputs/openFile", "empty", read(dir, h.name()));
                 try (Tensor t = rs.allocate(DType.FLOAT32, 4, 4)) {
                     h.publish(t);

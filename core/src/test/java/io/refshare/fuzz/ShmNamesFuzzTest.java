@@ -2,8 +2,8 @@ package io.refshare.fuzz;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;

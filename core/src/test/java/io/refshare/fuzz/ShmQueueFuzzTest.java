@@ -2,9 +2,9 @@ package io.refshare.fuzz;
 
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import io.refshare.InvalidDataException;
-import io.refshare.RefshareException;
-import io.refshare.channel.QueueClosedException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.channel.ShmQueue;
 import io.refshare.channel.ShmQueueLayout;
 import io.refshare.shm.ShmDirectory;

@@ -1,8 +1,9 @@
 package io.refshare.holder;
 
+import io.refshare.SharedHolder;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -30,7 +31,7 @@ public final class HolderReaderMain {
         List<Tensor> kept = new ArrayList<>();
         try (Refshare rs = Refshare.open(config);
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
-            SharedHolder holder = SharedHolder.open(rs, args[1]);
+            SharedHolder holder = rs.openHolder(args[1]);
             System.out.println("READY");
             String line;
             while ((line = in.readLine()) != null) {

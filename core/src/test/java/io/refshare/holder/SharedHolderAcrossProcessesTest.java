@@ -1,8 +1,9 @@
 package io.refshare.holder;
 
+import io.refshare.SharedHolder;
 import io.refshare.Refshare;
 import io.refshare.shm.FileHeader;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.TempShm;
@@ -32,7 +33,7 @@ class SharedHolderAcrossProcessesTest {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
             // few slots, reused (with new generations) all the time: each reader holds at most two
             // versions, plus the current one and the one being published
-            SharedHolder holder = SharedHolder.create(rs, 2 * READERS + 2, 8);
+            SharedHolder holder = rs.createHolder(2 * READERS + 2, 8);
             List<ChildJvm> readers = new ArrayList<>();
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong published = new AtomicLong();
@@ -115,7 +116,7 @@ class SharedHolderAcrossProcessesTest {
     void theCollectorReclaimsAKilledReadersReferencesWithoutAnotherPublish() throws Exception {
         try (TempShm shm = new TempShm()) {
             try (Refshare rs = Refshare.open(shm.config());
-                 SharedHolder holder = SharedHolder.create(rs, 4, 4);
+                 SharedHolder holder = rs.createHolder(4, 4);
                  ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name())) {
                 publish(rs, holder, 1);
                 assertEquals("READY", reader.read());

@@ -1,11 +1,12 @@
 package io.refshare.holder;
 
-import io.refshare.InvalidDataException;
+import io.refshare.SharedHolder;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.Refshare;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
@@ -37,8 +38,8 @@ class SharedHolderTest {
         try (TempShm shm = new TempShm();
              Refshare publisherRs = Refshare.open(shm.config());
              Refshare readerRs = Refshare.open(shm.config())) {
-            SharedHolder publisher = SharedHolder.create(publisherRs);
-            SharedHolder reader = SharedHolder.open(readerRs, publisher.name());
+            SharedHolder publisher = publisherRs.createHolder();
+            SharedHolder reader = readerRs.openHolder(publisher.name());
             assertNull(reader.acquire(), "nothing published yet");
             assertEquals(1, publishPattern(publisherRs, publisher, 1));
             Tensor v1 = reader.acquire();
@@ -77,8 +78,8 @@ class SharedHolderTest {
     @Test
     void theCreatorsCloseEmptiesTheHolderForEveryone() {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            SharedHolder creator = SharedHolder.create(rs);
-            SharedHolder other = SharedHolder.open(rs, creator.name());
+            SharedHolder creator = rs.createHolder();
+            SharedHolder other = rs.openHolder(creator.name());
             publishPattern(rs, other, 5); // any process may publish
             Tensor held = creator.acquire();
             creator.close();
@@ -100,7 +101,7 @@ class SharedHolderTest {
     @Test
     void aFullVersionTableRefusesThePublishAndReturnsItsToken() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             SharedHolder holder = SharedHolder.create(rs, 2, 4)) {
+             SharedHolder holder = rs.createHolder(2, 4)) {
             publishPattern(rs, holder, 1);
             try (Tensor a = holder.acquire()) {
                 publishPattern(rs, holder, 2);
@@ -125,8 +126,8 @@ class SharedHolderTest {
              Refshare publisherRs = Refshare.open(shm.config());
              Refshare readerRs = Refshare.open(shm.config());
              Refshare thirdRs = Refshare.open(shm.config())) {
-            SharedHolder publisher = SharedHolder.create(publisherRs);
-            SharedHolder reader = SharedHolder.open(readerRs, publisher.name());
+            SharedHolder publisher = publisherRs.createHolder();
+            SharedHolder reader = readerRs.openHolder(publisher.name());
             publishPattern(publisherRs, publisher, 7);
             byte[] message;
             try (Tensor t = reader.acquire()) {
@@ -149,8 +150,8 @@ class SharedHolderTest {
     @Test
     void aClosedHandleStillReleasesWhatItHandedOut() {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            SharedHolder creator = SharedHolder.create(rs);
-            SharedHolder reader = SharedHolder.open(rs, creator.name());
+            SharedHolder creator = rs.createHolder();
+            SharedHolder reader = rs.openHolder(creator.name());
             publishPattern(rs, creator, 1);
             Tensor t = reader.acquire();
             reader.close();
@@ -169,13 +170,13 @@ class SharedHolderTest {
             ShmFile blank = rs.sharing().directory().create(ShmKind.HOLDER, 64 << 10);
             try {
                 InvalidDataException e = assertThrows(InvalidDataException.class,
-                        () -> SharedHolder.open(rs, blank.name()));
+                        () -> rs.openHolder(blank.name()));
                 assertTrue(e.getMessage().contains("not a refshare holder file"), e.getMessage());
             } finally {
                 blank.unlink();
                 blank.close();
             }
-            try (SharedHolder real = SharedHolder.create(rs, 4, 4)) {
+            try (SharedHolder real = rs.createHolder(4, 4)) {
                 ShmFile small = rs.sharing().directory().create(ShmKind.HOLDER, 4096);
                 try {
                     // a header copied from a real holder onto a file too short for it
@@ -183,14 +184,14 @@ class SharedHolderTest {
                     small.segment().copyFrom(original.segment().asSlice(0, SharedHolderLayout.HEADER_LENGTH));
                     original.close();
                     InvalidDataException e = assertThrows(InvalidDataException.class,
-                            () -> SharedHolder.open(rs, small.name()));
+                            () -> rs.openHolder(small.name()));
                     assertTrue(e.getMessage().contains("truncated"), e.getMessage());
                 } finally {
                     small.unlink();
                     small.close();
                 }
             }
-            assertThrows(InvalidDataException.class, () -> SharedHolder.open(rs, "../../etc/passwd"));
+            assertThrows(InvalidDataException.class, () -> rs.openHolder("../../etc/passwd"));
             assertFalse(shm.files().stream().anyMatch(n -> n.contains("-hold-")));
         }
     }
@@ -198,7 +199,7 @@ class SharedHolderTest {
     @Test
     void manyPublishesReuseSlotsAndLeaveNothingBehind() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             SharedHolder holder = SharedHolder.create(rs, 3, 2)) {
+             SharedHolder holder = rs.createHolder(3, 2)) {
             for (int i = 1; i <= 5_000; i++) {
                 publishPattern(rs, holder, i);
                 if (i % 10 == 0) {

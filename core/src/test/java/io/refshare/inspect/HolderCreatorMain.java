@@ -2,8 +2,8 @@ package io.refshare.inspect;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.holder.SharedHolder;
-import io.refshare.tensor.Tensor;
+import io.refshare.SharedHolder;
+import io.refshare.Tensor;
 
 import java.nio.file.Path;
 
@@ -15,7 +15,7 @@ import java.nio.file.Path;
 public final class HolderCreatorMain {
     public static void main(String[] args) throws Exception {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])));
-             SharedHolder holder = SharedHolder.create(rs, 4, 4)) {
+             SharedHolder holder = rs.createHolder(4, 4)) {
             try (Tensor t = rs.allocateBytes(4096)) {
                 holder.publish(t);
             }

@@ -2,11 +2,11 @@ package io.refshare.inspect;
 
 import io.refshare.Refshare;
 import io.refshare.holder.HolderReaderMain;
-import io.refshare.holder.SharedHolder;
+import io.refshare.SharedHolder;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmKind;
 import io.refshare.shm.Verdict;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.TempShm;
@@ -27,8 +27,8 @@ class InventoryTest {
     void theRunningCountsOfALiveViewAreTheQueuesTakesAndAProcesssSharesAndReceives() throws Exception {
         try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
              Refshare consumer = Refshare.open(shm.config());
-             io.refshare.channel.ShareQueue q = producer.createQueue(8);
-             io.refshare.channel.ShareQueue in = consumer.openQueue(q.name())) {
+             io.refshare.ShareQueue q = producer.createQueue(8);
+             io.refshare.ShareQueue in = consumer.openQueue(q.name())) {
             try (Tensor t = producer.allocateBytes(64)) {
                 for (int i = 0; i < 3; i++) {
                     q.put(t);
@@ -61,7 +61,7 @@ class InventoryTest {
     void aHolderFileShowsItsFiguresAsReadersComeAndGo() throws Exception {
         try (TempShm shm = new TempShm()) {
             try (Refshare rs = Refshare.open(shm.config());
-                 SharedHolder holder = SharedHolder.create(rs, 4, 4);
+                 SharedHolder holder = rs.createHolder(4, 4);
                  ChildJvm stays = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name());
                  ChildJvm killed = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name())) {
                 publish(rs, holder, 1);
@@ -108,7 +108,7 @@ class InventoryTest {
             try (Refshare rs = Refshare.open(shm.config());
                  ChildJvm creator = ChildJvm.start(HolderCreatorMain.class, shm.path().toString())) {
                 String name = creator.read();
-                try (SharedHolder opened = SharedHolder.open(rs, name);
+                try (SharedHolder opened = rs.openHolder(name);
                      ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), name)) {
                     assertEquals("READY", reader.read());
                     reader.send("HOLD");

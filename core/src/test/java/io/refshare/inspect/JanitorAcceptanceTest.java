@@ -2,13 +2,13 @@ package io.refshare.inspect;
 
 import io.refshare.Refshare;
 import io.refshare.channel.QueueProducerMain;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 import io.refshare.share.ConsumerMain;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmKind;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;
@@ -93,7 +93,7 @@ class JanitorAcceptanceTest {
         try (TempShm shm = new TempShm()) {
             ShmDirectory dir = shm.directory();
             try (Refshare consumer = Refshare.open(shm.config())) {
-                ShareQueue queue = ShareQueue.create(consumer, 64);
+                ShareQueue queue = consumer.createQueue(64);
                 List<Tensor> received = new ArrayList<>();
                 try {
                     ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(),

@@ -9,7 +9,7 @@ import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;

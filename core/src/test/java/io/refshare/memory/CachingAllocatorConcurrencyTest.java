@@ -1,6 +1,6 @@
 package io.refshare.memory;
 
-import io.refshare.OutOfSharedMemoryException;
+import io.refshare.exceptions.OutOfSharedMemoryException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

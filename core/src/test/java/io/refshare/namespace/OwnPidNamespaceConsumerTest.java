@@ -3,7 +3,7 @@ package io.refshare.namespace;
 import io.refshare.Refshare;
 import io.refshare.inspect.Janitor;
 import io.refshare.share.ConsumerMain;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.PidNamespaces;
 import io.refshare.testing.Patterns;

@@ -2,7 +2,7 @@ package io.refshare.observe;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 
 import java.nio.file.Path;
 import java.util.HexFormat;

@@ -1,7 +1,7 @@
 package io.refshare.observe;
 
 import io.refshare.Refshare;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
 import jdk.jfr.Recording;

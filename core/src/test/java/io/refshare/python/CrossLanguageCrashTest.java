@@ -1,10 +1,10 @@
 package io.refshare.python;
 
 import io.refshare.Refshare;
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.ShareQueue;
 import io.refshare.inspect.Janitor;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
@@ -38,7 +38,7 @@ class CrossLanguageCrashTest {
     @Test
     void aKilledPythonConsumersReferencesComeBackToTheJavaProducerExactlyOnce() throws Exception {
         try {
-            try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = ShareQueue.create(rs, 8)) {
+            try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = rs.createQueue(8)) {
                 PythonPeer py = PythonPeer.xpeer("consume", shm.path().toString(), queue.name(),
                         tmp.resolve("ids").toString(), "-", "3");
                 try {
@@ -101,7 +101,7 @@ class CrossLanguageCrashTest {
         try {
             try (Refshare rs = Refshare.open(shm.config())) {
                 PythonPeer py = PythonPeer.xpeer("produce", shm.path().toString(), "16");
-                try (ShareQueue queue = ShareQueue.open(rs, py.expect("QUEUE"))) {
+                try (ShareQueue queue = rs.openQueue(py.expect("QUEUE"))) {
                     try {
                         py.send("PUT 65536 6");
                         py.send("PUT " + Messages.MIB + " 2");
@@ -144,7 +144,7 @@ class CrossLanguageCrashTest {
         try {
             try (Refshare rs = Refshare.open(shm.config())) {
                 PythonPeer py = PythonPeer.xpeer("produce", shm.path().toString(), "4");
-                try (ShareQueue queue = ShareQueue.open(rs, py.expect("QUEUE"))) {
+                try (ShareQueue queue = rs.openQueue(py.expect("QUEUE"))) {
                     py.send("PUT 4096 2");
                     assertEquals("2", py.expect("PUT"));
                     py.kill();

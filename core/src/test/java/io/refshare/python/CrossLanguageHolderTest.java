@@ -1,8 +1,8 @@
 package io.refshare.python;
 
 import io.refshare.Refshare;
-import io.refshare.holder.SharedHolder;
-import io.refshare.tensor.Tensor;
+import io.refshare.SharedHolder;
+import io.refshare.Tensor;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -24,7 +24,7 @@ class CrossLanguageHolderTest {
     @Test
     void publishedInJavaReadInPython() throws Exception {
         try (Refshare rs = Refshare.open(shm.config())) {
-            try (SharedHolder holder = SharedHolder.create(rs);
+            try (SharedHolder holder = rs.createHolder();
                  PythonPeer py = PythonPeer.xpeer("holder-read", shm.path().toString(), holder.name())) {
                 py.expect("READY");
                 long version = 1;
@@ -49,7 +49,7 @@ class CrossLanguageHolderTest {
     void publishedInPythonReadInJava() throws Exception {
         try (PythonPeer py = PythonPeer.xpeer("holder-publish", shm.path().toString());
              Refshare rs = Refshare.open(shm.config())) {
-            try (SharedHolder holder = SharedHolder.open(rs, py.expect("HOLDER"))) {
+            try (SharedHolder holder = rs.openHolder(py.expect("HOLDER"))) {
                 long version = 1;
                 for (long size : Messages.SIZES) {
                     py.send("PUBLISH " + version + " " + size);

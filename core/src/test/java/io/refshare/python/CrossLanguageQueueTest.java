@@ -1,10 +1,10 @@
 package io.refshare.python;
 
 import io.refshare.Refshare;
-import io.refshare.channel.QueueClosedException;
+import io.refshare.exceptions.QueueClosedException;
 import io.refshare.channel.QueueConsumerMain;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
@@ -42,7 +42,7 @@ class CrossLanguageQueueTest {
     void javaProducerToPythonConsumer() throws Exception {
         Path ids = tmp.resolve("python.ids");
         List<Long> sent = new ArrayList<>();
-        try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = ShareQueue.create(rs, 8)) {
+        try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = rs.createQueue(8)) {
             try (PythonPeer py = PythonPeer.xpeer("consume", shm.path().toString(), queue.name(), ids.toString(), "-", "0")) {
                 py.expect("READY");
                 long id = 0;
@@ -68,7 +68,7 @@ class CrossLanguageQueueTest {
     void pythonProducerToJavaConsumer() throws Exception {
         try (PythonPeer py = PythonPeer.xpeer("produce", shm.path().toString(), "8");
              Refshare rs = Refshare.open(shm.config())) {
-            try (ShareQueue queue = ShareQueue.open(rs, py.expect("QUEUE"))) {
+            try (ShareQueue queue = rs.openQueue(py.expect("QUEUE"))) {
                 List<Long> sizes = new ArrayList<>();
                 for (long size : Messages.SIZES) {
                     py.send("PUT " + size + " " + countOf(size));
@@ -140,7 +140,7 @@ class CrossLanguageQueueTest {
         int messages = 600;
         Path javaIds = tmp.resolve("java.ids");
         Path[] pythonIds = {tmp.resolve("python0.ids"), tmp.resolve("python1.ids")};
-        try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = ShareQueue.create(rs, 16)) {
+        try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = rs.createQueue(16)) {
             String dir = shm.path().toString();
             try (ChildJvm java = ChildJvm.start(QueueConsumerMain.class, dir, queue.name(), javaIds.toString(), "-", "-1");
                  PythonPeer py0 = PythonPeer.xpeer("consume", dir, queue.name(), pythonIds[0].toString(), "-", "0");
@@ -192,8 +192,8 @@ class CrossLanguageQueueTest {
         Path arrived = tmp.resolve("java.ids");
         List<Long> sent = new ArrayList<>();
         try (Refshare rs = Refshare.open(shm.config());
-             ShareQueue first = ShareQueue.create(rs, 4);
-             ShareQueue second = ShareQueue.create(rs, 4)) {
+             ShareQueue first = rs.createQueue(4);
+             ShareQueue second = rs.createQueue(4)) {
             String dir = shm.path().toString();
             try (ChildJvm java = ChildJvm.start(QueueConsumerMain.class, dir, second.name(), arrived.toString(), "-", "-1");
                  PythonPeer py = PythonPeer.xpeer("consume", dir, first.name(), forwarded.toString(), second.name(), "0")) {
@@ -232,7 +232,7 @@ class CrossLanguageQueueTest {
         String dir = shm.path().toString();
         try (PythonPeer producer = PythonPeer.xpeer("produce", dir, "4");
              Refshare rs = Refshare.open(shm.config());
-             ShareQueue second = ShareQueue.create(rs, 4)) {
+             ShareQueue second = rs.createQueue(4)) {
             String first = producer.expect("QUEUE");
             int total = 0;
             try (ChildJvm java = ChildJvm.start(QueueConsumerMain.class, dir, first, forwarded.toString(), second.name(), "-1");

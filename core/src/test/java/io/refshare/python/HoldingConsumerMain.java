@@ -2,8 +2,8 @@ package io.refshare.python;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -19,7 +19,7 @@ public final class HoldingConsumerMain {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         int n = Integer.parseInt(args[2]);
         Refshare rs = Refshare.open(config);
-        ShareQueue queue = ShareQueue.open(rs, args[1]);
+        ShareQueue queue = rs.openQueue(args[1]);
         List<Tensor> held = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             Tensor t = queue.take();

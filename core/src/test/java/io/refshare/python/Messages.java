@@ -1,7 +1,7 @@
 package io.refshare.python;
 
 import io.refshare.Refshare;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.io.DataInputStream;

@@ -1,10 +1,10 @@
 package io.refshare.python;
 
 import io.refshare.Refshare;
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.ShareQueue;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -54,7 +54,7 @@ class ReadmePythonTest {
     @Test
     void theConsumerSnippetTakesEveryTensorOfAJavaProducer() throws Exception {
         try (Refshare rs = Refshare.open(shm.config())) {
-            try (ShareQueue queue = ShareQueue.create(rs, 64);
+            try (ShareQueue queue = rs.createQueue(64);
                  PythonPeer py = PythonPeer.code(PRELUDE + snippets().get(0) + "print('DONE', flush=True)\n",
                          shm.path().toString(), queue.name())) {
                 for (int i = 0; i < 100; i++) {
@@ -76,7 +76,7 @@ class ReadmePythonTest {
     void theProducerSnippetsTensorsArriveInJava() throws Exception {
         try (PythonPeer py = PythonPeer.code(PRELUDE + snippets().get(1), shm.path().toString());
              Refshare rs = Refshare.open(shm.config());
-             ShareQueue queue = ShareQueue.open(rs, py.read())) {
+             ShareQueue queue = rs.openQueue(py.read())) {
             int taken = 0;
             while (true) {
                 Tensor t;

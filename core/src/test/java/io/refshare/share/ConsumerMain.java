@@ -2,7 +2,7 @@ package io.refshare.share;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.Patterns;
 
 import java.io.BufferedReader;

@@ -1,8 +1,8 @@
 package io.refshare.share;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.counter.CounterFileLayout;
 import io.refshare.inspect.Janitor;
 import io.refshare.shm.FileHeader;
@@ -10,7 +10,7 @@ import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;

@@ -5,7 +5,7 @@ import io.refshare.counter.CounterFile;
 import io.refshare.shm.LifeFile;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmKind;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;

@@ -1,11 +1,11 @@
 package io.refshare.share;
 
-import io.refshare.InvalidDataException;
-import io.refshare.OutOfSharedMemoryException;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.OutOfSharedMemoryException;
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;

@@ -1,9 +1,9 @@
 package io.refshare.share;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.RefshareException;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;

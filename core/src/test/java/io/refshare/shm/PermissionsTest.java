@@ -1,9 +1,9 @@
 package io.refshare.shm;
 
 import io.refshare.Refshare;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.counter.CounterFile;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 

@@ -2,7 +2,7 @@ package io.refshare.shm;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 
 import java.nio.file.Path;
 import java.util.HexFormat;

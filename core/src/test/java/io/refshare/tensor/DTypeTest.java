@@ -1,6 +1,6 @@
 package io.refshare.tensor;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import org.junit.jupiter.api.Test;
 
 import java.util.HashSet;

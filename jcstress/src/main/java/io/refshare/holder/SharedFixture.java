@@ -1,6 +1,6 @@
 package io.refshare.holder;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
 

@@ -2,8 +2,8 @@ package io.refshare.bench;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

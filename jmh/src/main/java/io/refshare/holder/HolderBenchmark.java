@@ -1,10 +1,12 @@
 package io.refshare.holder;
 
+import io.refshare.AtomicHolder;
+import io.refshare.SharedHolder;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -126,7 +128,7 @@ public class HolderBenchmark {
         shared.unpin(shared.swap(word), ignore);
 
         refshare = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
-        holder = SharedHolder.create(refshare);
+        holder = refshare.createHolder();
         try (Tensor t = refshare.allocateBytes(1 << 20)) {
             holder.publish(t);
         }

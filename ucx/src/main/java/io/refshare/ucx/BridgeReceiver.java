@@ -1,8 +1,8 @@
 package io.refshare.ucx;
 
 import io.refshare.Refshare;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;

@@ -1,6 +1,6 @@
 package io.refshare.ucx;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;

@@ -1,6 +1,6 @@
 package io.refshare.ucx;
 
-import io.refshare.InvalidDataException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;
 

@@ -1,6 +1,6 @@
 package io.refshare.ucx;
 
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.tensor.TensorLayout;
 
 import java.lang.foreign.MemorySegment;

@@ -1,8 +1,8 @@
 package io.refshare.ucx;
 
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;

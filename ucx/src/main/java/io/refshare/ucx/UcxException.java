@@ -1,6 +1,6 @@
 package io.refshare.ucx;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 
 /** A UCX call failed, or a bridge link broke; the message names the call or the peer and the reason. */
 public class UcxException extends RefshareException {

@@ -2,9 +2,9 @@ package io.refshare.ucx;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -90,12 +90,12 @@ class BridgeAcrossHostsTest {
         long[] sizes = {1024, 65536, 1 << 20, 16 << 20, 256L << 20};
         try (TwoHosts h = TwoHosts.create()) {
             Path secret = h.secret("ok", SECRET);
-            try (Refshare rsA = open(h.shmA); ShareQueue qa = ShareQueue.create(rsA, 4)) {
+            try (Refshare rsA = open(h.shmA); ShareQueue qa = rsA.createQueue(4)) {
                 BridgeChild recv = receiver(h, secret, 4, 8);
                 String qb = recv.expect("ready ", 30).substring(6);
                 BridgeChild send = sender(h, qa.name(), secret, 8);
                 send.expect("connected", 30);
-                try (Refshare rsB = open(h.shmB); ShareQueue b = ShareQueue.open(rsB, qb)) {
+                try (Refshare rsB = open(h.shmB); ShareQueue b = rsB.openQueue(qb)) {
                     Thread producer = Thread.ofPlatform().start(() -> {
                         try {
                             for (int i = 0; i < sizes.length; i++) {
@@ -149,7 +149,7 @@ class BridgeAcrossHostsTest {
                 "needs Debian's python3 and the python/ package (./run-tests installs numpy)");
         try (TwoHosts h = TwoHosts.create()) {
             Path secret = h.secret("ok", SECRET);
-            try (Refshare rsA = open(h.shmA); ShareQueue qa = ShareQueue.create(rsA, 4)) {
+            try (Refshare rsA = open(h.shmA); ShareQueue qa = rsA.createQueue(4)) {
                 BridgeChild recv = receiver(h, secret, 4, 8);
                 String qb = recv.expect("ready ", 30).substring(6);
                 BridgeChild send = sender(h, qa.name(), secret, 8);
@@ -189,7 +189,7 @@ class BridgeAcrossHostsTest {
         try (TwoHosts h = TwoHosts.create()) {
             Path good = h.secret("good", SECRET);
             Path bad = h.secret("bad", "not the secret the receiver has");
-            try (Refshare rsA = open(h.shmA); ShareQueue qa = ShareQueue.create(rsA, 4)) {
+            try (Refshare rsA = open(h.shmA); ShareQueue qa = rsA.createQueue(4)) {
                 BridgeChild recv = receiver(h, good, 4, 8);
                 recv.expect("ready ", 30);
                 BridgeChild send = sender(h, qa.name(), bad, 8);
@@ -214,7 +214,7 @@ class BridgeAcrossHostsTest {
         int total = 12;
         try (TwoHosts h = TwoHosts.create()) {
             Path secret = h.secret("ok", SECRET);
-            try (Refshare rsA = open(h.shmA); ShareQueue qa = ShareQueue.create(rsA, total)) {
+            try (Refshare rsA = open(h.shmA); ShareQueue qa = rsA.createQueue(total)) {
                 BridgeChild recv = receiver(h, secret, 2, 4);
                 recv.expect("ready ", 30);
                 BridgeChild send = sender(h, qa.name(), secret, 4);
@@ -241,7 +241,7 @@ class BridgeAcrossHostsTest {
                 BridgeChild recv2 = receiver(h, secret, total, 4);
                 String qb = recv2.expect("ready ", 30).substring(6);
                 awaitStat(send, "connects", v -> v == 2);
-                try (Refshare rsB = open(h.shmB); ShareQueue b = ShareQueue.open(rsB, qb)) {
+                try (Refshare rsB = open(h.shmB); ShareQueue b = rsB.openQueue(qb)) {
                     long rest = total - offered;
                     List<Integer> seenIds = new ArrayList<>();
                     for (long k = 0; k < rest; k++) {
@@ -273,7 +273,7 @@ class BridgeAcrossHostsTest {
     void remoteConsumerKilledIsReclaimedOnItsHost() throws Exception {
         try (TwoHosts h = TwoHosts.create()) {
             Path secret = h.secret("ok", SECRET);
-            try (Refshare rsA = open(h.shmA); ShareQueue qa = ShareQueue.create(rsA, 16)) {
+            try (Refshare rsA = open(h.shmA); ShareQueue qa = rsA.createQueue(16)) {
                 BridgeChild recv = receiver(h, secret, 8, 8);
                 String qb = recv.expect("ready ", 30).substring(6);
                 BridgeChild send = sender(h, qa.name(), secret, 8);
@@ -290,7 +290,7 @@ class BridgeAcrossHostsTest {
                 assertTrue(rsA.awaitLimboEmpty(Duration.ofSeconds(10)), "delivered tensors are released on host A");
                 consumer.kill();
                 awaitStat(recv, "reclaimed", v -> v == 3);
-                try (Refshare rsB = open(h.shmB); ShareQueue b = ShareQueue.open(rsB, qb)) {
+                try (Refshare rsB = open(h.shmB); ShareQueue b = rsB.openQueue(qb)) {
                     for (int i = 3; i < 6; i++) {
                         try (Tensor t = b.poll(30, TimeUnit.SECONDS)) {
                             assertNotNull(t);
@@ -316,7 +316,7 @@ class BridgeAcrossHostsTest {
         int total = 10;
         try (TwoHosts h = TwoHosts.create()) {
             Path secret = h.secret("ok", SECRET);
-            try (Refshare rsA = open(h.shmA); ShareQueue qa = ShareQueue.create(rsA, total)) {
+            try (Refshare rsA = open(h.shmA); ShareQueue qa = rsA.createQueue(total)) {
                 BridgeChild recv = receiver(h, secret, 2, 4);
                 String qb = recv.expect("ready ", 30).substring(6);
                 BridgeChild send = sender(h, qa.name(), secret, 4);
@@ -339,7 +339,7 @@ class BridgeAcrossHostsTest {
                 assertTrue(recvError.contains("silent"), recvError);
                 h.link(true);
                 awaitStat(send, "connects", v -> v == 2);
-                try (Refshare rsB = open(h.shmB); ShareQueue b = ShareQueue.open(rsB, qb)) {
+                try (Refshare rsB = open(h.shmB); ShareQueue b = rsB.openQueue(qb)) {
                     // what arrived before the cut (2 delivered, maybe more copies completed) and the rest after
                     int got = 0;
                     while (true) {

@@ -2,7 +2,7 @@ package io.refshare.ucx;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -33,7 +33,7 @@ public final class BridgeProcessMain {
 
     private static void receive(Refshare rs, String[] a) throws Exception {
         BridgeSecret secret = BridgeSecret.read(Path.of(a[4]));
-        try (ShareQueue q = ShareQueue.create(rs, Integer.parseInt(a[5]));
+        try (ShareQueue q = rs.createQueue(Integer.parseInt(a[5]));
              BridgeReceiver r = BridgeReceiver.listen(rs, q, new InetSocketAddress(a[2], Integer.parseInt(a[3])),
                      secret, Integer.parseInt(a[6]))) {
             System.out.println("ready " + q.name());
@@ -59,7 +59,7 @@ public final class BridgeProcessMain {
             System.out.flush();
             return;
         }
-        try (ShareQueue q = ShareQueue.open(rs, a[2])) {
+        try (ShareQueue q = rs.openQueue(a[2])) {
             SendingBridge bridge = new SendingBridge(q, remote);
             Thread pump = Thread.ofPlatform().start(() -> {
                 try {

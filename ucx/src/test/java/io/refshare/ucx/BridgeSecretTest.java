@@ -1,6 +1,6 @@
 package io.refshare.ucx;
 
-import io.refshare.RefshareException;
+import io.refshare.exceptions.RefshareException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -2,8 +2,8 @@ package io.refshare.ucx;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit;
 public final class HoldingConsumerMain {
     public static void main(String[] args) throws Exception {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])));
-             ShareQueue q = ShareQueue.open(rs, args[1])) {
+             ShareQueue q = rs.openQueue(args[1])) {
             List<Tensor> held = new ArrayList<>();
             int n = Integer.parseInt(args[2]);
             while (held.size() < n) {

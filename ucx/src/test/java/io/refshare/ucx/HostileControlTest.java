@@ -2,9 +2,9 @@ package io.refshare.ucx;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.ShareQueue;
+import io.refshare.ShareQueue;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.tensor.TensorLayout;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -54,7 +54,7 @@ class HostileControlTest {
     void listen() throws Exception {
         dir = Files.createTempDirectory(Path.of("/dev/shm"), "rs-hostile-");
         rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir).withCapacityBytes(CAPACITY));
-        queue = ShareQueue.create(rs, 8);
+        queue = rs.createQueue(8);
         receiver = BridgeReceiver.listen(rs, queue, ADDRESS, SECRET, 4);
         raw = UcxLoop.start("hostile-peer");
     }

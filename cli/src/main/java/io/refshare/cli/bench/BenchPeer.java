@@ -2,10 +2,10 @@ package io.refshare.cli.bench;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
-import io.refshare.channel.WaitStrategy;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.ShareQueue;
+import io.refshare.WaitStrategy;
+import io.refshare.Tensor;
 
 import java.io.BufferedReader;
 import java.io.EOFException;
@@ -137,8 +137,8 @@ public final class BenchPeer {
             throws InterruptedException {
         long[] readAt = new long[rounds];
         int bad = 0;
-        try (ShareQueue ping = ShareQueue.open(rs, pingName, waiting);
-             ShareQueue pong = ShareQueue.open(rs, pongName, waiting);
+        try (ShareQueue ping = rs.openQueue(pingName, waiting);
+             ShareQueue pong = rs.openQueue(pongName, waiting);
              Tensor ack = rs.allocateBytes(8)) {
             reply(READY);
             for (int i = 0; i < rounds; i++) {
@@ -165,8 +165,8 @@ public final class BenchPeer {
             throws InterruptedException {
         long[] closeAt = new long[rounds];
         int bad = 0;
-        try (ShareQueue ping = ShareQueue.open(rs, pingName);
-             ShareQueue pong = ShareQueue.open(rs, pongName);
+        try (ShareQueue ping = rs.openQueue(pingName);
+             ShareQueue pong = rs.openQueue(pongName);
              Tensor ack = rs.allocateBytes(8)) {
             reply(READY);
             for (int i = 0; i < rounds; i++) {
@@ -199,7 +199,7 @@ public final class BenchPeer {
             throws InterruptedException {
         int bad = 0;
         long start = 0;
-        try (ShareQueue queue = ShareQueue.open(rs, name, waiting)) {
+        try (ShareQueue queue = rs.openQueue(name, waiting)) {
             reply(READY);
             for (int i = 0; i < messages; i++) {
                 try (Tensor t = queue.take()) {
@@ -221,7 +221,7 @@ public final class BenchPeer {
         int count = 0;
         long first = 0;
         long last = 0;
-        try (ShareQueue queue = ShareQueue.open(rs, name)) {
+        try (ShareQueue queue = rs.openQueue(name)) {
             reply(READY);
             while (true) {
                 Tensor t;
@@ -251,7 +251,7 @@ public final class BenchPeer {
     }
 
     private void refshareProduce(String name, long size, int count) throws InterruptedException, IOException {
-        try (ShareQueue queue = ShareQueue.open(rs, name)) {
+        try (ShareQueue queue = rs.openQueue(name)) {
             reply(READY);
             String go = commands.readLine();
             if (!"GO".equals(go)) {

@@ -1,7 +1,7 @@
 package io.refshare.cli.bench;
 
 import io.refshare.Refshare;
-import io.refshare.channel.WaitStrategy;
+import io.refshare.WaitStrategy;
 import io.refshare.inspect.Inventory;
 
 import java.io.IOException;

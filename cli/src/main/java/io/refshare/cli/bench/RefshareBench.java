@@ -1,9 +1,9 @@
 package io.refshare.cli.bench;
 
 import io.refshare.Refshare;
-import io.refshare.channel.ShareQueue;
-import io.refshare.channel.WaitStrategy;
-import io.refshare.tensor.Tensor;
+import io.refshare.ShareQueue;
+import io.refshare.WaitStrategy;
+import io.refshare.Tensor;
 
 import java.io.IOException;
 import java.util.Arrays;
@@ -52,8 +52,8 @@ final class RefshareBench {
         int total = warmup + rounds;
         long[] sendAt = new long[total];
         long[] ackAt = new long[total];
-        try (ShareQueue ping = ShareQueue.create(rs, PING_PONG_CAPACITY, waiting);
-             ShareQueue pong = ShareQueue.create(rs, PING_PONG_CAPACITY, waiting);
+        try (ShareQueue ping = rs.createQueue(PING_PONG_CAPACITY, waiting);
+             ShareQueue pong = rs.createQueue(PING_PONG_CAPACITY, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
             peer.send(BenchPeer.RS_PINGPONG, ping.name(), pong.name(), Integer.toString(total), mode.name(),
                     waiting.name());
@@ -81,7 +81,7 @@ final class RefshareBench {
     ThroughputStats stream(long size, Mode mode, int warmup, int messages, int window)
             throws IOException, InterruptedException {
         int total = warmup + messages;
-        try (ShareQueue queue = ShareQueue.create(rs, window, waiting);
+        try (ShareQueue queue = rs.createQueue(window, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
             peer.send(BenchPeer.RS_STREAM, queue.name(), Integer.toString(total), Integer.toString(warmup), mode.name(),
                     waiting.name());
@@ -112,8 +112,8 @@ final class RefshareBench {
         int total = warmup + rounds;
         long[] droppedAt = new long[total];
         long[] reusableAt = new long[total];
-        try (ShareQueue ping = ShareQueue.create(rs, PING_PONG_CAPACITY);
-             ShareQueue pong = ShareQueue.create(rs, PING_PONG_CAPACITY)) {
+        try (ShareQueue ping = rs.createQueue(PING_PONG_CAPACITY);
+             ShareQueue pong = rs.createQueue(PING_PONG_CAPACITY)) {
             peer.send(BenchPeer.RS_RECLAIM, ping.name(), pong.name(), Integer.toString(total), Long.toString(holdNanos));
             peer.await(BenchPeer.READY);
             for (int i = 0; i < total; i++) {

@@ -2,9 +2,9 @@ package io.refshare.ucx.bench;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.channel.QueueClosedException;
-import io.refshare.channel.ShareQueue;
-import io.refshare.tensor.Tensor;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
 import io.refshare.ucx.BridgeReceiver;
 import io.refshare.ucx.BridgeSecret;
 
@@ -45,7 +45,7 @@ public final class BenchSink {
 
     private static void ucx(Path dir, InetSocketAddress at, BridgeSecret secret) throws Exception {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
-             ShareQueue q = ShareQueue.create(rs, 64);
+             ShareQueue q = rs.createQueue(64);
              BridgeReceiver r = BridgeReceiver.listen(rs, q, at, secret, WINDOW)) {
             Thread consumer = Thread.ofPlatform().start(() -> {
                 try {

@@ -2,7 +2,7 @@ package io.refshare.ucx.bench;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.ucx.BridgeSecret;
 import io.refshare.ucx.RemoteQueue;
 

@@ -1,5 +1,7 @@
-package io.refshare.tensor;
+package io.refshare;
 
+import io.refshare.tensor.DType;
+import io.refshare.tensor.TensorLayout;
 import io.refshare.observe.LeakDetector;
 import io.refshare.share.Storage;
 

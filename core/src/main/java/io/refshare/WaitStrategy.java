@@ -1,4 +1,4 @@
-package io.refshare.channel;
+package io.refshare;
 
 /**
  * How a queue handle waits for a message (a consumer) or for room (a producer), chosen per

@@ -1,4 +1,4 @@
-package io.refshare.holder;
+package io.refshare;
 
 /**
  * A value whose destroy action poisons it, so that a reader still using it after the

@@ -1,4 +1,7 @@
-package io.refshare.holder;
+package io.refshare;
+
+import io.refshare.holder.HolderWord;
+import io.refshare.holder.ReleaseStripes;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

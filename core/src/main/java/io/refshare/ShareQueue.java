@@ -1,9 +1,13 @@
-package io.refshare.channel;
+package io.refshare;
 
-import io.refshare.Refshare;
-import io.refshare.RefshareException;
-import io.refshare.ResourceLimitException;
-import io.refshare.tensor.Tensor;
+import io.refshare.channel.ShmQueue;
+import io.refshare.channel.RepeatedWarning;
+import io.refshare.channel.Outgoing;
+import io.refshare.channel.QueueStats;
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.ProducersGoneException;
+import io.refshare.exceptions.RefshareException;
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 
@@ -98,46 +102,22 @@ public final class ShareQueue implements AutoCloseable {
         this.creator = creator;
     }
 
-    /**
-     * Creates a queue holding at most {@code capacity} messages; other processes open it by {@link #name()}.
-     *
-     * @throws IllegalStateException when {@code refshare} is closed
-     */
-    public static ShareQueue create(Refshare refshare, int capacity) {
-        requireOpen(refshare);
-        return new ShareQueue(refshare, ShmQueue.create(refshare.sharing().directory(), capacity,
-                DescriptorCodec.MAX_ENCODED_BYTES), true);
-    }
-
-    /**
-     * Opens a queue another process created.
-     *
-     * @throws IllegalStateException when {@code refshare} is closed
-     */
-    public static ShareQueue open(Refshare refshare, String name) {
-        requireOpen(refshare);
-        return new ShareQueue(refshare, ShmQueue.open(refshare.sharing().directory(), name), false);
-    }
-
-    /**
-     * As {@link #create(Refshare, int)}, this handle waiting with {@code waiting} (the
-     * default is {@link WaitStrategy#BACKOFF}).
-     */
-    public static ShareQueue create(Refshare refshare, int capacity, WaitStrategy waiting) {
+    /** See {@link Refshare#createQueue(int, WaitStrategy)}. */
+    static ShareQueue create(Refshare refshare, int capacity, WaitStrategy waiting) {
         java.util.Objects.requireNonNull(waiting, "waiting");
-        ShareQueue q = create(refshare, capacity);
-        q.queue.waitWith(waiting);
+        requireOpen(refshare);
+        ShareQueue q = new ShareQueue(refshare, ShmQueue.create(refshare.sharing().directory(), capacity,
+                DescriptorCodec.MAX_ENCODED_BYTES), true);
+        q.queue.busySpin(waiting == WaitStrategy.BUSY_SPIN);
         return q;
     }
 
-    /**
-     * As {@link #open(Refshare, String)}, this handle waiting with {@code waiting} (the
-     * default is {@link WaitStrategy#BACKOFF}).
-     */
-    public static ShareQueue open(Refshare refshare, String name, WaitStrategy waiting) {
+    /** See {@link Refshare#openQueue(String, WaitStrategy)}. */
+    static ShareQueue open(Refshare refshare, String name, WaitStrategy waiting) {
         java.util.Objects.requireNonNull(waiting, "waiting");
-        ShareQueue q = open(refshare, name);
-        q.queue.waitWith(waiting);
+        requireOpen(refshare);
+        ShareQueue q = new ShareQueue(refshare, ShmQueue.open(refshare.sharing().directory(), name), false);
+        q.queue.busySpin(waiting == WaitStrategy.BUSY_SPIN);
         return q;
     }
 

@@ -1,4 +1,4 @@
-package io.refshare;
+package io.refshare.exceptions;
 
 /**
  * Bytes from outside this process (a descriptor, a file header, a frame, a name) that are

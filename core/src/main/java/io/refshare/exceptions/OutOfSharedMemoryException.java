@@ -1,4 +1,4 @@
-package io.refshare;
+package io.refshare.exceptions;
 
 /**
  * An allocation that could not be satisfied: the configured cap is reached, or the shared

@@ -1,4 +1,4 @@
-package io.refshare;
+package io.refshare.exceptions;
 
 /**
  * A fixed resource of a shared file is exhausted (every peer entry of a counter file held

@@ -1,4 +1,4 @@
-package io.refshare.channel;
+package io.refshare.exceptions;
 
 /**
  * The stream ended because every producer died: the queue's creator is dead (on the

@@ -1,4 +1,4 @@
-package io.refshare;
+package io.refshare.tensor;
 
 import java.util.Objects;
 

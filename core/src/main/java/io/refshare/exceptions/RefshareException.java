@@ -1,4 +1,4 @@
-package io.refshare;
+package io.refshare.exceptions;
 
 /** Base of every exception refshare throws; unchecked, like {@code java.lang.foreign}. */
 public class RefshareException extends RuntimeException {

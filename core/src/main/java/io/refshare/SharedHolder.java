@@ -1,8 +1,10 @@
-package io.refshare.holder;
+package io.refshare;
 
-import io.refshare.InvalidDataException;
-import io.refshare.Refshare;
-import io.refshare.RefshareException;
+import io.refshare.holder.HolderFile;
+import io.refshare.holder.SharedHolderLayout;
+import io.refshare.holder.HolderWord;
+import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.share.Sharing;
 import io.refshare.share.ViewedBlock;
@@ -11,7 +13,6 @@ import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
@@ -162,16 +163,8 @@ public final class SharedHolder implements AutoCloseable {
         this.row = claimRow();
     }
 
-    /** A new, empty holder with {@value SharedHolderLayout#DEFAULT_SLOTS} version slots and rows for {@value SharedHolderLayout#DEFAULT_READERS} processes. */
-    public static SharedHolder create(Refshare refshare) {
-        return create(refshare, SharedHolderLayout.DEFAULT_SLOTS, SharedHolderLayout.DEFAULT_READERS);
-    }
-
-    /**
-     * A new, empty holder: at most {@code versionSlots} versions alive at once (the current
-     * one and those readers still hold), at most {@code readerProcesses} processes using it.
-     */
-    public static SharedHolder create(Refshare refshare, int versionSlots, int readerProcesses) {
+    /** See {@link Refshare#createHolder(int, int)}. */
+    static SharedHolder create(Refshare refshare, int versionSlots, int readerProcesses) {
         return create(refshare, versionSlots, readerProcesses, HolderWord.DEFAULT_DRAIN_AT);
     }
 
@@ -198,8 +191,8 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
-    /** Opens a holder another process (or this one) created, by its {@link #name()}. */
-    public static SharedHolder open(Refshare refshare, String name) {
+    /** See {@link Refshare#openHolder(String)}. */
+    static SharedHolder open(Refshare refshare, String name) {
         return open(refshare, name, HolderWord.DEFAULT_DRAIN_AT);
     }
 

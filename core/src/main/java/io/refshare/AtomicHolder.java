@@ -1,4 +1,9 @@
-package io.refshare.holder;
+package io.refshare;
+
+import io.refshare.holder.FreeSlots;
+import io.refshare.holder.HolderWord;
+import io.refshare.holder.PaddedLong;
+import io.refshare.holder.ReleaseStripes;
 
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -29,7 +34,7 @@ import java.util.function.Consumer;
  * <h2>Implementation notes</h2>
  * <b>Counts.</b> The holder word ({@link HolderWord}) packs the current version's table
  * entry, the entry's generation and an <i>external count</i> of acquisitions. A version
- * keeps its own count {@code c}, created as {@link #PINNED} (2<sup>62</sup>), which stands
+ * keeps its own count {@code c}, created as {@code PINNED} (2<sup>62</sup>), which stands
  * for "the holder still points here". Acquire is {@code getAndAdd(word, 1)}: it counts and
  * learns the version in one step, which is the point of the scheme: a counter inside the
  * version could not be reached safely (the version may die between reading the pointer
@@ -88,8 +93,6 @@ import java.util.function.Consumer;
  */
 public final class AtomicHolder<T> implements AutoCloseable {
     public static final int DEFAULT_MAX_VERSIONS = 1024;
-    /** A version's own count while the holder points at it (see the implementation notes). */
-    static final long PINNED = 1L << 62;
 
     /** The holder word ({@link HolderWord}), on cache lines of its own. */
     private final long[] word = PaddedLong.of(HolderWord.EMPTY);
@@ -209,7 +212,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
             return null; // acquisitions of an empty holder hold nothing
         }
         Version<T> v = versions[slot];
-        long delta = HolderWord.count(old) + v.releases.close() - PINNED + (keepOld ? 1 : 0);
+        long delta = HolderWord.count(old) + v.releases.close() - HolderWord.PINNED + (keepOld ? 1 : 0);
         if (PaddedLong.getAndAdd(v.count, delta) + delta == 0) {
             destroy(v);
         }
@@ -263,7 +266,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
         /** The holder word naming this version, count 0. */
         final long word;
         /** The version's own count, on cache lines of its own: the fields above stay read-only. */
-        final long[] count = PaddedLong.of(PINNED);
+        final long[] count = PaddedLong.of(HolderWord.PINNED);
         /** Where releases are counted until the holder is re-pointed away from this version. */
         final ReleaseStripes releases = new ReleaseStripes();
 

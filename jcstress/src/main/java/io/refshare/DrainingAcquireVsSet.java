@@ -1,4 +1,4 @@
-package io.refshare.holder;
+package io.refshare;
 
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;

@@ -1,6 +1,5 @@
-package io.refshare.channel;
+package io.refshare.exceptions;
 
-import io.refshare.RefshareException;
 
 /**
  * The queue takes no more messages (its stream was ended), has none left to give (ended
