@@ -1,5 +1,6 @@
 package io.refshare;
 
+import io.refshare.stats.RefshareStats;
 import io.refshare.holder.SharedHolderLayout;
 import io.refshare.tensor.Device;
 import io.refshare.exceptions.ResourceLimitException;
@@ -144,7 +145,7 @@ public final class Refshare implements AutoCloseable {
      * before encoding (for transports that carry its fields themselves). A descriptor that is
      * never received must be given back with {@link #cancel(byte[])} on its encoding.
      */
-    public Descriptor shareDescriptor(Tensor tensor) {
+    Descriptor shareDescriptor(Tensor tensor) {
         return sharing.share(tensor.storage(), tensor.layout());
     }
 
@@ -267,7 +268,7 @@ public final class Refshare implements AutoCloseable {
      *
      * @throws NullPointerException when {@code descriptor} is null
      */
-    public Tensor receive(Descriptor descriptor) {
+    Tensor receive(Descriptor descriptor) {
         Objects.requireNonNull(descriptor, "descriptor");
         TensorLayout layout = descriptor.tensor() != null ? descriptor.tensor()
                 : TensorLayout.contiguous(DType.UINT8, descriptor.length());
@@ -327,12 +328,28 @@ public final class Refshare implements AutoCloseable {
         }
     }
 
-    public Sharing.Stats stats() {
+    /**
+     * What this instance holds now: its pool, its limbo, the files it created and mapped, and
+     * counts since it opened.
+     *
+     * @return a snapshot
+     */
+    public RefshareStats stats() {
         return sharing.stats();
     }
 
-    /** The engine underneath, for transports (queues) that move descriptors. */
-    public Sharing sharing() {
+    /**
+     * References to this process's memory that are counted now: messages in flight and blocks
+     * other processes hold. Scans the counter files: for monitoring, not hot paths.
+     *
+     * @return the number of live references
+     */
+    public long liveCounts() {
+        return sharing.liveCounts();
+    }
+
+    /** The engine underneath, for the queue and holder classes beside this one. */
+    Sharing sharing() {
         return sharing;
     }
 

@@ -208,19 +208,6 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
-    /**
-     * The figures of a holder file, read without attaching to it (no reader row is taken):
-     * for {@code refshare inspect}. {@code retiredHere} and {@code anomalies} are 0.
-     */
-    public static Stats peek(ShmDirectory directory, String name) {
-        try (ShmFile f = directory.open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH)) {
-            Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
-            HolderFile file = new HolderFile(f.segment(), g, HolderWord.DEFAULT_DRAIN_AT);
-            return new Stats(file.published(), file.retired(), file.reclaimed(), file.slotsInUse(), file.readers(), 0,
-                    0);
-        }
-    }
-
     /** Reclaiming needs the kernel's evidence of death: an unknown process counts as alive. */
     private boolean mayBeAlive(ProcessIdentity reader) {
         return sharing.directory().verdict(reader).mayBeAlive();
@@ -478,7 +465,8 @@ public final class SharedHolder implements AutoCloseable {
     }
 
     private Stats readStats() {
-        return new Stats(file.published(), file.retired(), file.reclaimed(), file.slotsInUse(), file.readers(),
+        HolderFile.Figures f = file.figures();
+        return new Stats(f.published(), f.retired(), f.reclaimed(), f.liveVersions(), f.readers(),
                 retiredHere.sum(), anomalies.sum());
     }
 

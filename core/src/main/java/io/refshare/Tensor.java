@@ -1,5 +1,6 @@
 package io.refshare;
 
+import io.refshare.wire.Backend;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.observe.LeakDetector;
@@ -49,7 +50,7 @@ public final class Tensor implements AutoCloseable {
     private final LeakDetector.Watch leakWatch;
 
     /** Wraps a storage reference the caller hands over (it is released on {@link #close()}). */
-    public Tensor(Storage storage, TensorLayout layout) {
+    Tensor(Storage storage, TensorLayout layout) {
         this(storage, layout, false);
     }
 
@@ -58,7 +59,7 @@ public final class Tensor implements AutoCloseable {
      * {@link LeakDetector} reports (and releases) the reference if this tensor is
      * garbage-collected without {@link #close()}.
      */
-    public Tensor(Storage storage, TensorLayout layout, boolean watchForLeaks) {
+    Tensor(Storage storage, TensorLayout layout, boolean watchForLeaks) {
         layout.checkFits(storage.byteSize());
         this.storage = storage;
         this.layout = layout;
@@ -81,7 +82,10 @@ public final class Tensor implements AutoCloseable {
         return layout.elementCount();
     }
 
-    /** The storage this tensor views (for sharing); valid while the tensor is open. */
+    /**
+     * The storage this tensor views; valid while the tensor is open. Internal: for the CUDA
+     * backend until its tensor operations move up beside this class.
+     */
     public Storage storage() {
         ensureOpen();
         return storage;
@@ -195,6 +199,33 @@ public final class Tensor implements AutoCloseable {
         return elements * layout.dtype().byteSize();
     }
 
+    /**
+     * Another tensor over the same memory with {@code layout} (any shape, strides and offset
+     * that stay within the memory), holding its own reference: close both. The general form
+     * of {@link #narrow}, {@link #select}, {@link #transpose} and {@link #reshape}, like
+     * PyTorch's {@code as_strided}.
+     *
+     * @param layout the view's element type, shape, strides and offset
+     * @return the view
+     * @throws IllegalArgumentException when {@code layout} addresses bytes outside the memory
+     * @throws IllegalStateException    once this tensor, or its {@code Refshare}, is closed
+     */
+    public Tensor view(TensorLayout layout) {
+        ensureOpen();
+        Storage s = storage.retain();
+        try {
+            return new Tensor(s, layout);
+        } catch (RuntimeException e) {
+            s.release();
+            throw e;
+        }
+    }
+
+    /** True when this tensor's memory is CUDA device memory, false for host shared memory. */
+    public boolean isCuda() {
+        return storage.backend() == Backend.CUDA;
+    }
+
     /** {@code length} elements from {@code start} along {@code dim}, a view (PyTorch's {@code narrow}). */
     public Tensor narrow(int dim, long start, long length) {
         return view(layout().narrow(dim, start, length));
@@ -214,11 +245,6 @@ public final class Tensor implements AutoCloseable {
 
     public Tensor reshape(long... shape) {
         return view(layout().reshape(shape));
-    }
-
-    private Tensor view(TensorLayout viewLayout) {
-        ensureOpen();
-        return new Tensor(storage.retain(), viewLayout);
     }
 
     /** True once {@link #close()} was called or the {@code Refshare} this tensor belongs to was closed. */

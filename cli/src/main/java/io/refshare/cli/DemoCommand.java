@@ -227,7 +227,7 @@ final class DemoCommand implements Callable<Integer> {
         String line = String.format(Locale.ROOT, "%5.1f s  sent %,9d  received %,9d  %,8.0f tensors/s  %9s/s  "
                         + "limbo %4d blocks (%s)  live counts %,d", secs, sent, received, received / secs,
                 Inventory.bytes((long) (bytes / secs)), s.limboBlocks(), Inventory.bytes(s.limboBytes()),
-                rs.sharing().liveCounts());
+                rs.liveCounts());
         if (System.console() != null) {
             System.out.print("\r" + line);
         } else {

@@ -6,7 +6,6 @@ import io.refshare.RefshareConfig;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.ShareQueue;
 import io.refshare.Tensor;
-import io.refshare.wire.Backend;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -42,7 +41,7 @@ public final class DemoConsumer {
                 }
                 try (t) {
                     MemorySegment data;
-                    if (t.storage().backend() == Backend.CUDA) {
+                    if (t.isCuda()) {
                         long n = t.layout().byteSpan();
                         if (staging == null || staging.byteSize() != n) {
                             staging = Arena.ofAuto().allocate(n);

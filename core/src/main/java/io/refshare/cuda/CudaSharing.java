@@ -1,7 +1,7 @@
 package io.refshare.cuda;
 
 import io.refshare.exceptions.InvalidDataException;
-import io.refshare.memory.AllocatorStats;
+import io.refshare.stats.AllocatorStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.Segment;
 import io.refshare.share.DeviceSharing;

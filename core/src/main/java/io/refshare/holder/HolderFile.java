@@ -3,6 +3,9 @@ package io.refshare.holder;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmKind;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmDirectory;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -389,6 +392,32 @@ public final class HolderFile {
                 throw new InvalidDataException("version slot " + slot + " changed while being retired (corrupt holder"
                         + " file)");
             }
+        }
+    }
+
+    /**
+     * The figures every process sees, each read on its own (operations running meanwhile may
+     * move them apart).
+     *
+     * @param published    versions installed so far, by every publisher
+     * @param retired      versions whose last reference went, anywhere
+     * @param reclaimed    references given back on behalf of dead processes
+     * @param liveVersions version slots in use: the current version and those still held
+     * @param readers      the processes with a reader row
+     */
+    public record Figures(long published, long retired, long reclaimed, int liveVersions,
+            java.util.List<ProcessIdentity> readers) {
+    }
+
+    public Figures figures() {
+        return new Figures(published(), retired(), reclaimed(), slotsInUse(), readers());
+    }
+
+    /** The figures of the holder file {@code name}, read without taking a reader row: for inspection. */
+    public static Figures peek(ShmDirectory directory, String name) {
+        try (ShmFile f = directory.open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH)) {
+            Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
+            return new HolderFile(f.segment(), g, HolderWord.DEFAULT_DRAIN_AT).figures();
         }
     }
 }

@@ -3,7 +3,7 @@ package io.refshare.inspect;
 import io.refshare.channel.QueueStats;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
-import io.refshare.SharedHolder;
+import io.refshare.holder.HolderFile;
 import io.refshare.shm.CheckedFile;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;
@@ -156,7 +156,7 @@ public final class Inventory {
      * creator (or a publish or open that needs room) reclaims it.
      */
     private static String holder(ShmDirectory dir, String name) {
-        SharedHolder.Stats s = SharedHolder.peek(dir, name);
+        HolderFile.Figures s = HolderFile.peek(dir, name);
         long dead = s.readers().stream().filter(p -> dir.verdict(p) == Verdict.DEAD).count();
         int readers = s.readers().size();
         return s.published() + " published, " + s.retired() + " retired, " + s.reclaimed() + " reclaimed, "

@@ -6,7 +6,7 @@ import io.refshare.channel.QueueStats;
 import io.refshare.channel.QueuedMessages;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
-import io.refshare.SharedHolder;
+import io.refshare.holder.HolderFile;
 import io.refshare.shm.CheckedFile;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.Libc;
@@ -293,7 +293,7 @@ public final class Janitor {
                 }
                 case HOLDER -> {
                     role = "reader";
-                    users.addAll(SharedHolder.peek(dir, name).readers());
+                    users.addAll(HolderFile.peek(dir, name).readers());
                 }
                 default -> {
                     // the owner is the only process a segment or status file belongs to

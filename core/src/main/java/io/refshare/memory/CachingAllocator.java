@@ -1,5 +1,6 @@
 package io.refshare.memory;
 
+import io.refshare.stats.AllocatorStats;
 import io.refshare.exceptions.OutOfSharedMemoryException;
 
 import java.util.ArrayDeque;

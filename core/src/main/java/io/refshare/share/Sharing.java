@@ -5,7 +5,7 @@ import io.refshare.exceptions.RefshareException;
 import io.refshare.counter.CounterFile;
 import io.refshare.counter.CounterFileLayout;
 import io.refshare.counter.RangeTag;
-import io.refshare.memory.AllocatorStats;
+import io.refshare.stats.RefshareStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
@@ -87,7 +87,7 @@ public final class Sharing implements AutoCloseable {
         if (statusDamaged) {
             return;
         }
-        Stats s = stats();
+        RefshareStats s = stats();
         try {
             publish(s);
         } catch (RuntimeException | InternalError e) {
@@ -97,7 +97,7 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
-    private void publish(Stats s) {
+    private void publish(RefshareStats s) {
         status.publish(s.limboBlocks(), s.limboBytes(), s.allocator().segments(), s.allocator().segmentBytes(),
                 s.allocator().blocksInUse(), s.allocator().bytesInUse(), s.ownCounterFiles(), s.mappedSegments(),
                 s.mappedCounterFiles(), s.shared(), s.received(), s.collected());
@@ -427,19 +427,12 @@ public final class Sharing implements AutoCloseable {
         return receiveCache;
     }
 
-    public Stats stats() {
-        return new Stats(allocator.stats(), limbo.size(), limbo.bytes(), counterFiles.liveFiles(),
+    public RefshareStats stats() {
+        return new RefshareStats(allocator.stats(), limbo.size(), limbo.bytes(), counterFiles.liveFiles(),
                 receiveCache.mappedSegments(), receiveCache.mappedCounterFiles(), shared.sum(), received.sum(),
                 limbo.collected(), reclaimed.sum());
     }
 
-    /**
-     * What this process holds. {@code ownCounterFiles} are the counter files it created and
-     * still needs; {@code mappedSegments} and {@code mappedCounterFiles} are other
-     * processes' files it has mapped to receive. {@code shared}, {@code received} and
-     * {@code collected} (blocks freed from the limbo) and {@code reclaimed} (references of
-     * dead processes released) count since the context opened.
-     */
     /**
      * References to this process's memory that are counted now: messages in flight and
      * blocks other processes hold. Scans the counter files; for monitoring, not hot paths.
@@ -451,11 +444,6 @@ public final class Sharing implements AutoCloseable {
     /** References to this process's memory that {@code holder} holds now. Scans; not for hot paths. */
     public long heldBy(ProcessIdentity holder) {
         return counterFiles.heldBy(holder);
-    }
-
-    public record Stats(AllocatorStats allocator, int limboBlocks, long limboBytes, int ownCounterFiles,
-                        int mappedSegments, int mappedCounterFiles, long shared, long received, long collected,
-                        long reclaimed) {
     }
 
     public boolean isClosed() {

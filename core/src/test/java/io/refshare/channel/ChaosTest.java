@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.Internals;
 import io.refshare.ShareQueue;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
@@ -74,13 +75,13 @@ class ChaosTest {
                         ProcessIdentity identity = ProcessIdentity.of(dead.pid()).orElseThrow();
                         dead.kill();
                         long died = System.nanoTime();
-                        while (producer.sharing().heldBy(identity) > 0
+                        while (Internals.sharing(producer).heldBy(identity) > 0
                                 && System.nanoTime() - died < 5_000_000_000L) {
                             Thread.sleep(5);
                         }
                         long millis = (System.nanoTime() - died) / 1_000_000;
                         reclaimMillis.add(millis);
-                        assertEquals(0, producer.sharing().heldBy(identity), "round " + round + ": the dead consumer "
+                        assertEquals(0, Internals.sharing(producer).heldBy(identity), "round " + round + ": the dead consumer "
                                 + identity + " still holds references after " + millis + " ms");
                         consumers.set(victim, startConsumer(shm, queue));
                     }
@@ -99,7 +100,7 @@ class ChaosTest {
                     }
                     assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)), "every reference came back");
                     assertEquals(0, producer.stats().allocator().blocksInUse(), "allocator back to its baseline");
-                    assertEquals(0, producer.sharing().liveCounts());
+                    assertEquals(0, Internals.sharing(producer).liveCounts());
                 } finally {
                     stop.set(true);
                     stream.join();

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.Internals;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.Tensor;
@@ -20,7 +21,7 @@ public final class HostileQueuePeer {
     public static void main(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         try (Refshare rs = Refshare.open(config);
-             ShmQueue raw = ShmQueue.open(rs.sharing().directory(), args[1]);
+             ShmQueue raw = ShmQueue.open(Internals.sharing(rs).directory(), args[1]);
              Tensor t = rs.allocateBytes(4096)) {
             byte[] garbage = new byte[200];
             new Random(1).nextBytes(garbage);
@@ -32,7 +33,7 @@ public final class HostileQueuePeer {
             } catch (IllegalArgumentException expected) {
                 oversizedRefused = true;
             }
-            Descriptor honest = rs.shareDescriptor(t);
+            Descriptor honest = Internals.shareDescriptor(rs, t);
             Descriptor liar = new Descriptor(honest.backend(), honest.segmentName(), honest.segmentSize(),
                     honest.offset(), honest.length(), honest.counterFileName(), honest.slot(), honest.eventHandle(),
                     honest.tensor(), 1, honest.senderStartTicks());

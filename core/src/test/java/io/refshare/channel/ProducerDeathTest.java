@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.Internals;
 import io.refshare.ShareQueue;
 import io.refshare.Refshare;
 import io.refshare.inspect.Janitor;
@@ -34,7 +35,7 @@ class ProducerDeathTest {
                     ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(),
                             "1", "100000000");
                     try {
-                        while (queue.stats().taken() < 20_000) {
+                        while (Internals.stats(queue).taken() < 20_000) {
                             Thread.sleep(10);
                         }
                     } finally {

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.Internals;
 import io.refshare.ShareQueue;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.exceptions.ProducersGoneException;
@@ -148,7 +149,7 @@ class ProducersGoneTest {
                     assertTrue(millis < 2_000, "take() ended within 2 s: " + millis + " ms");
                     assertThrows(ProducersGoneException.class, second::take, "every consumer sees it");
                     assertThrows(ProducersGoneException.class, () -> first.poll(1, TimeUnit.MILLISECONDS));
-                    assertTrue(first.stats().closed());
+                    assertTrue(Internals.stats(first).closed());
                 }
             }
             Janitor.sweep(shm.directory(), false);

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.Internals;
 import io.refshare.ShareQueue;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
@@ -32,7 +33,7 @@ public final class QueueProducerMain {
             }
             boolean empty = rs.awaitLimboEmpty(Duration.ofSeconds(60));
             System.out.println("DONE " + count + " " + empty + " " + rs.stats().allocator().blocksInUse() + " "
-                    + rs.sharing().liveCounts());
+                    + Internals.sharing(rs).liveCounts());
         }
     }
 }

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.Internals;
 import io.refshare.ShareQueue;
 import io.refshare.Refshare;
 import io.refshare.Tensor;
@@ -131,14 +132,14 @@ class ShareQueueAcrossProcessesTest {
                 assertEquals("100 0 0 true", consumer.expect("DONE"));
                 assertEquals(0, consumer.waitFor());
                 assertEquals(100 + 16, put, "the consumer took 100, then the queue filled; its close ended nothing");
-                assertFalse(queue.stats().closed());
+                assertFalse(Internals.stats(queue).closed());
                 assertEquals(16, rs.stats().limboBlocks(), "the queued messages wait for the next consumer");
             } finally {
                 queue.close(); // the creator, no consumer attached: ends the stream, returns what is queued
             }
             assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)), "every undelivered message's count came back");
             assertEquals(0, rs.stats().allocator().blocksInUse());
-            assertEquals(0, rs.sharing().liveCounts());
+            assertEquals(0, Internals.sharing(rs).liveCounts());
         }
     }
 
@@ -158,7 +159,7 @@ class ShareQueueAcrossProcessesTest {
                 children.add(producer);
                 assertEquals("1000 0 0 true", first.expect("DONE"), "the first consumer left cleanly after 1000");
                 assertEquals(0, first.waitFor());
-                assertFalse(queue.stats().closed(), "its close did not end the stream");
+                assertFalse(Internals.stats(queue).closed(), "its close did not end the stream");
                 ChildJvm second = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
                         tmp.resolve("second").toString(), "-", "-1");
                 children.add(second);

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.Internals;
 import io.refshare.ShareQueue;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.Refshare;
@@ -91,7 +92,7 @@ class ShareQueueThreadsTest {
                 assertTrue(queue.offer(a, 1, TimeUnit.SECONDS));
                 assertFalse(queue.offer(b, 10, TimeUnit.MILLISECONDS), "full: backpressure");
             }
-            assertEquals(1, rs.sharing().liveCounts(), "only the queued message is counted");
+            assertEquals(1, Internals.sharing(rs).liveCounts(), "only the queued message is counted");
             assertEquals(1, rs.stats().limboBlocks());
         }
         // closing the creator's handle with no consumer returned the queued message's count
@@ -110,7 +111,7 @@ class ShareQueueThreadsTest {
             queue.close();
             queue.close();
             assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(5)), "undelivered messages' counts came back");
-            assertEquals(0, rs.sharing().liveCounts());
+            assertEquals(0, Internals.sharing(rs).liveCounts());
             assertThrows(QueueClosedException.class, () -> queue.poll(1, TimeUnit.MILLISECONDS));
         }
     }

@@ -1,5 +1,6 @@
 package io.refshare.churn;
 
+import io.refshare.Internals;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.ShareQueue;
@@ -238,7 +239,7 @@ class ChurnTest {
         taken.forEach((id, n) -> assertEquals(1, n.get(), "message " + id + " taken exactly once"));
         assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(30)), "the limbo empties: "
                 + producer.stats().limboBlocks() + " blocks left");
-        assertEquals(0, producer.sharing().liveCounts(), "no count is live");
+        assertEquals(0, Internals.sharing(producer).liveCounts(), "no count is live");
         // the collector counts a reclamation just after releasing the tokens: the limbo may empty in between
         long expected = 2L * killedHolding.get();
         Eventually.await(() -> producer.stats().reclaimed() >= expected, "the reclamations are counted");

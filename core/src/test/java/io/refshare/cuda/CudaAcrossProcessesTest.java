@@ -1,5 +1,7 @@
 package io.refshare.cuda;
 
+import io.refshare.Internals;
+import io.refshare.stats.RefshareStats;
 import io.refshare.tensor.Device;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
@@ -122,7 +124,7 @@ class CudaAcrossProcessesTest {
                     assertEquals(1, td.counter("cuIpcGetMemHandle") - handlesBefore, "the handle is taken once");
                 }
                 assertEquals(sizes.length, rs.stats().limboBlocks(), "dropped shared blocks wait in the limbo");
-                assertEquals(2L * sizes.length, rs.sharing().liveCounts());
+                assertEquals(2L * sizes.length, Internals.sharing(rs).liveCounts());
 
                 // the producer keeps allocating and writing: the limbo's blocks are not handed out again
                 for (long size : sizes) {
@@ -162,7 +164,7 @@ class CudaAcrossProcessesTest {
                 }
                 assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)), "every consumer closed: the limbo empties");
                 CudaSharing.Stats s = rs.cuda().stats();
-                assertEquals(0, rs.sharing().liveCounts());
+                assertEquals(0, Internals.sharing(rs).liveCounts());
                 assertEquals(0, s.allocator().blocksInUse());
                 assertEquals(0, s.liveEvents(), "events go with their blocks");
                 assertEquals(s.eventsCreated(), s.eventsDestroyed());
@@ -271,7 +273,7 @@ class CudaAcrossProcessesTest {
         String kind = device.isHost() ? "host" : "cuda";
         var allocator = device.isHost() ? rs.stats().allocator() : rs.cuda().stats().allocator();
         return step + ": limbo " + rs.stats().limboBlocks() + ", blocks in use " + allocator.blocksInUse()
-                + ", segments " + allocator.segments() + ", live references " + rs.sharing().liveCounts()
+                + ", segments " + allocator.segments() + ", live references " + Internals.sharing(rs).liveCounts()
                 + ", consumer segments " + numbers(send(a, "MAPPED " + kind), "MAPPED")[0] + " / "
                 + numbers(send(b, "MAPPED " + kind), "MAPPED")[0];
     }

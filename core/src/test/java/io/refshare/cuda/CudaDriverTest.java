@@ -1,5 +1,6 @@
 package io.refshare.cuda;
 
+import io.refshare.Internals;
 import io.refshare.tensor.Device;
 import io.refshare.exceptions.OutOfSharedMemoryException;
 import io.refshare.Refshare;
@@ -185,10 +186,10 @@ class CudaDriverTest {
                 MemorySegment host = arena.allocate(4000);
                 Patterns.fill(host, 11);
                 rs.cuda().copyFromHost(host, t);
-                Descriptor d = rs.shareDescriptor(t);
+                Descriptor d = Internals.shareDescriptor(rs, t);
                 assertEquals(Backend.CUDA, d.backend());
                 assertTrue(d.hasEvent());
-                try (Tensor back = rs.receive(d)) {
+                try (Tensor back = Internals.receive(rs, d)) {
                     assertEquals(t.storage().deviceAddress(), back.storage().deviceAddress(), "the same memory");
                     assertEquals(-1, Patterns.firstMismatch(rs.cuda().copyToHost(back, arena), 11));
                     assertEquals(1, rs.cuda().stats().openSegments());

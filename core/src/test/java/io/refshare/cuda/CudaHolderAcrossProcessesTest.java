@@ -1,5 +1,7 @@
 package io.refshare.cuda;
 
+import io.refshare.Internals;
+import io.refshare.stats.RefshareStats;
 import io.refshare.tensor.Device;
 import io.refshare.Refshare;
 import io.refshare.SharedHolder;
@@ -74,7 +76,7 @@ class CudaHolderAcrossProcessesTest {
                     assertEquals(0, s.retired(), "every old version is still held by a reader");
                     assertEquals(3, s.liveVersions());
                     assertEquals(3, rs.stats().limboBlocks(), "the publisher's dropped versions wait in its limbo");
-                    assertEquals(3, rs.sharing().liveCounts(), "one token per version, none per acquisition");
+                    assertEquals(3, Internals.sharing(rs).liveCounts(), "one token per version, none per acquisition");
                     // zero-copy: the three versions are blocks of one segment of the publisher, which each reader
                     // IPC-opened once and waited on the publish's event for each acquisition
                     assertArrayEquals(new long[] {1, 1, 0, 2}, cuda(a));
@@ -126,7 +128,7 @@ class CudaHolderAcrossProcessesTest {
                     assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
                     assertEquals(3, rs.stats().collected(), "each version's block freed exactly once");
                     CudaSharing.Stats device = rs.cuda().stats();
-                    assertEquals(0, rs.sharing().liveCounts());
+                    assertEquals(0, Internals.sharing(rs).liveCounts());
                     assertEquals(0, device.allocator().blocksInUse());
                     assertEquals(0, device.liveEvents(), "each version's event went with its block");
                     assertEquals(3, device.eventsCreated());

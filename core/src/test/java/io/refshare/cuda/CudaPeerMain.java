@@ -1,5 +1,6 @@
 package io.refshare.cuda;
 
+import io.refshare.stats.RefshareStats;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.SharedHolder;

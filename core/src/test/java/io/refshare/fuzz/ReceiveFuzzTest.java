@@ -1,5 +1,6 @@
 package io.refshare.fuzz;
 
+import io.refshare.Internals;
 import com.code_intelligence.jazzer.api.FuzzedDataProvider;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.refshare.Refshare;
@@ -78,7 +79,7 @@ class ReceiveFuzzTest {
     void forgedDescriptor(FuzzedDataProvider data) {
         try (Tensor t = producer.allocate(DType.INT32, data.consumeInt(1, 64))) {
             fill(t);
-            Descriptor real = producer.shareDescriptor(t);
+            Descriptor real = Internals.shareDescriptor(producer, t);
             Tensor received = null;
             try {
                 if (data.consumeBoolean()) {
@@ -93,7 +94,7 @@ class ReceiveFuzzTest {
                     if (forged == null) {
                         return;
                     }
-                    received = consumer.receive(forged);
+                    received = Internals.receive(consumer, forged);
                 }
             } catch (RefshareException e) {
                 Hostile.refused(e);
@@ -106,7 +107,7 @@ class ReceiveFuzzTest {
                     if (received != null) {
                         received.close();
                     }
-                    producer.sharing().cancel(real); // a refused message's token goes back
+                    Internals.sharing(producer).cancel(real); // a refused message's token goes back
                 }
             }
         }
@@ -123,7 +124,7 @@ class ReceiveFuzzTest {
             m.get(ValueLayout.JAVA_BYTE, 0);
             m.get(ValueLayout.JAVA_BYTE, m.byteSize() - 1);
         }
-        assertFalse(producer.sharing().cancel(real), "accepted a forgery without taking the real token");
+        assertFalse(Internals.sharing(producer).cancel(real), "accepted a forgery without taking the real token");
     }
 
     @FuzzTest(maxDuration = "2m")

@@ -1,5 +1,6 @@
 package io.refshare.fuzz;
 
+import io.refshare.Internals;
 import io.refshare.Refshare;
 import io.refshare.channel.ShmQueue;
 import io.refshare.counter.CounterFile;
@@ -128,7 +129,7 @@ public final class SeedCorpus {
         try (Refshare rs = Refshare.open(shm.config())) {
             try (Tensor t = rs.allocate(DType.UINT8, 64)) {
                 rs.share(t);
-                rs.sharing().stats();
+                Internals.sharing(rs).stats();
             }
             try (SharedHolder h = rs.createHolder(4, 2)) {
                 write("HolderFuzzTestInputs/openFile", "empty", read(dir, h.name()));

@@ -1,5 +1,6 @@
 package io.refshare.holder;
 
+import io.refshare.Internals;
 import io.refshare.SharedHolder;
 import io.refshare.Refshare;
 import io.refshare.shm.FileHeader;
@@ -94,7 +95,7 @@ class SharedHolderAcrossProcessesTest {
                                 + after.retiredHere() + ")");
                 assertEquals(0, after.anomalies());
                 assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(20)), "every version's memory came back");
-                assertEquals(0, rs.sharing().liveCounts());
+                assertEquals(0, Internals.sharing(rs).liveCounts());
                 assertTrue(distinct >= 2 * READERS);
                 System.out.printf("holder stress: %d versions published, readers saw %d distinct, retired %d by readers%n",
                         published.get(), distinct, retiredByReaders);
@@ -149,7 +150,7 @@ class SharedHolderAcrossProcessesTest {
                 assertEquals(3, holder.stats().retired());
                 assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(20)));
                 assertEquals(3, rs.stats().collected(), "each version's block freed once");
-                assertEquals(0, rs.sharing().liveCounts());
+                assertEquals(0, Internals.sharing(rs).liveCounts());
             } finally {
                 removeFilesOfDeadProcesses(shm);
             }

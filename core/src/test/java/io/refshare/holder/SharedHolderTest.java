@@ -1,5 +1,6 @@
 package io.refshare.holder;
 
+import io.refshare.Internals;
 import io.refshare.SharedHolder;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.Refshare;
@@ -62,7 +63,7 @@ class SharedHolderTest {
             assertEquals(2, s.published());
             assertEquals(1, s.liveVersions());
             assertEquals(0, s.anomalies());
-            SharedHolder.Stats peeked = SharedHolder.peek(publisherRs.sharing().directory(), publisher.name());
+            HolderFile.Figures peeked = HolderFile.peek(Internals.sharing(publisherRs).directory(), publisher.name());
             assertEquals(2, peeked.published(), "read without attaching");
             assertEquals(1, peeked.retired());
             assertEquals(1, peeked.readers().size(), "one row for this process (both handles); peeking took none");
@@ -70,7 +71,7 @@ class SharedHolderTest {
             assertEquals(2, reader.stats().retired(), "closing the creator retires the current version");
             reader.close();
             assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
-            assertEquals(0, publisherRs.sharing().liveCounts());
+            assertEquals(0, Internals.sharing(publisherRs).liveCounts());
             assertEquals(0, shm.count(ShmKind.HOLDER.tag()), "the creator removed the holder's name");
         }
     }
@@ -94,7 +95,7 @@ class SharedHolderTest {
             assertEquals(1, other.stats().retired());
             other.close();
             other.close();
-            assertEquals(0, rs.sharing().liveCounts(), "every version retired returned its token; the refused publish took none");
+            assertEquals(0, Internals.sharing(rs).liveCounts(), "every version retired returned its token; the refused publish took none");
         }
     }
 
@@ -108,7 +109,7 @@ class SharedHolderTest {
                 IllegalStateException e = assertThrows(IllegalStateException.class,
                         () -> publishPattern(rs, holder, 3));
                 assertTrue(e.getMessage().contains("all 2 version slots"), e.getMessage());
-                assertEquals(2, rs.sharing().liveCounts(), "the refused version's token came back at once");
+                assertEquals(2, Internals.sharing(rs).liveCounts(), "the refused version's token came back at once");
                 assertEquals(-1, Patterns.firstMismatch(a.data(), 1));
             }
             publishPattern(rs, holder, 3);
@@ -167,7 +168,7 @@ class SharedHolderTest {
     @Test
     void filesThatAreNotHoldersAreRefused() {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
-            ShmFile blank = rs.sharing().directory().create(ShmKind.HOLDER, 64 << 10);
+            ShmFile blank = Internals.sharing(rs).directory().create(ShmKind.HOLDER, 64 << 10);
             try {
                 InvalidDataException e = assertThrows(InvalidDataException.class,
                         () -> rs.openHolder(blank.name()));
@@ -177,10 +178,10 @@ class SharedHolderTest {
                 blank.close();
             }
             try (SharedHolder real = rs.createHolder(4, 4)) {
-                ShmFile small = rs.sharing().directory().create(ShmKind.HOLDER, 4096);
+                ShmFile small = Internals.sharing(rs).directory().create(ShmKind.HOLDER, 4096);
                 try {
                     // a header copied from a real holder onto a file too short for it
-                    ShmFile original = rs.sharing().directory().open(real.name(), ShmKind.HOLDER, 0);
+                    ShmFile original = Internals.sharing(rs).directory().open(real.name(), ShmKind.HOLDER, 0);
                     small.segment().copyFrom(original.segment().asSlice(0, SharedHolderLayout.HEADER_LENGTH));
                     original.close();
                     InvalidDataException e = assertThrows(InvalidDataException.class,
@@ -214,7 +215,7 @@ class SharedHolderTest {
             assertEquals(5_000, holder.stats().retired());
             assertEquals(0, holder.stats().liveVersions());
             assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
-            assertEquals(0, rs.sharing().liveCounts());
+            assertEquals(0, Internals.sharing(rs).liveCounts());
         }
     }
 

@@ -1,5 +1,6 @@
 package io.refshare.inspect;
 
+import io.refshare.Internals;
 import io.refshare.Refshare;
 import io.refshare.channel.QueueProducerMain;
 import io.refshare.ShareQueue;
@@ -99,7 +100,7 @@ class JanitorAcceptanceTest {
                     ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(),
                             "1", Integer.toString(count));
                     try {
-                        Eventually.await(() -> queue.stats().offered() == count, "the producer put every message");
+                        Eventually.await(() -> Internals.stats(queue).offered() == count, "the producer put every message");
                     } finally {
                         producer.kill();
                     }

@@ -1,5 +1,6 @@
 package io.refshare.memory;
 
+import io.refshare.stats.AllocatorStats;
 import io.refshare.exceptions.OutOfSharedMemoryException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;

@@ -1,5 +1,6 @@
 package io.refshare.python;
 
+import io.refshare.Internals;
 import io.refshare.Refshare;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.ShareQueue;
@@ -66,7 +67,7 @@ class ReadmePythonTest {
                 queue.endOfStream();
                 py.expect("DONE");
                 assertEquals(0, py.finish());
-                assertEquals(0, queue.stats().size(), "every tensor taken");
+                assertEquals(0, Internals.stats(queue).size(), "every tensor taken");
             }
             assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)), "and closed");
         }

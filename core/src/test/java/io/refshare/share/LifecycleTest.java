@@ -1,5 +1,6 @@
 package io.refshare.share;
 
+import io.refshare.Internals;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.OutOfSharedMemoryException;
 import io.refshare.Refshare;
@@ -191,20 +192,20 @@ class LifecycleTest {
     void hostileDescriptorsAreRejectedBeforeAnythingIsOpened() {
         try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
              Refshare consumer = Refshare.open(shm.config()); Tensor t = producer.allocateBytes(4096)) {
-            Descriptor good = producer.shareDescriptor(t);
+            Descriptor good = Internals.shareDescriptor(producer, t);
             assertThrows(InvalidDataException.class, () -> consumer.receive(new byte[]{1, 2, 3}));
             // a name of ours that does not exist
-            RefshareException gone = assertThrows(RefshareException.class, () -> consumer.receive(with(good,
+            RefshareException gone = assertThrows(RefshareException.class, () -> Internals.receive(consumer, with(good,
                     "refshare-seg-00000000000000000000000000000000", good.segmentSize(), good.senderPid())));
             assertTrue(gone.getMessage().contains("no longer exists"), gone.getMessage());
             // a segment size that does not match the file
-            assertThrows(InvalidDataException.class, () -> consumer.receive(with(good, good.segmentName(),
+            assertThrows(InvalidDataException.class, () -> Internals.receive(consumer, with(good, good.segmentName(),
                     good.segmentSize() * 2, good.senderPid())));
             // a sender lying about who it is
-            assertThrows(InvalidDataException.class, () -> consumer.receive(with(good, good.segmentName(),
+            assertThrows(InvalidDataException.class, () -> Internals.receive(consumer, with(good, good.segmentName(),
                     good.segmentSize(), good.senderPid() + 1)));
             // the rejected attempts took nothing: the genuine message still works once
-            try (Tensor ok = consumer.receive(good)) {
+            try (Tensor ok = Internals.receive(consumer, good)) {
                 assertEquals(4096, ok.data().byteSize());
             }
         }

@@ -1,5 +1,6 @@
 package io.refshare.share;
 
+import io.refshare.Internals;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.Refshare;
 import io.refshare.exceptions.RefshareException;
@@ -58,7 +59,7 @@ class ReceiveRefusalsTest {
                             length, da.counterFileName(), da.slot(), new byte[0], null, da.senderPid(),
                             da.senderStartTicks()));
                 }
-                assertEquals(2, producer.sharing().liveCounts(), "nothing was taken or returned");
+                assertEquals(2, Internals.sharing(producer).liveCounts(), "nothing was taken or returned");
                 consumer.send("RECV a 1 " + HexFormat.of().formatHex(DescriptorCodec.encode(da)));
                 assertEquals("OK a", consumer.read(), "the genuine descriptor still works");
                 consumer.send("RECV b 2 " + HexFormat.of().formatHex(DescriptorCodec.encode(db)));
@@ -75,7 +76,7 @@ class ReceiveRefusalsTest {
 
     private void assertRefused(Refshare producer, Descriptor forged) {
         try (Refshare receiver = Refshare.open(shm.config())) {
-            RefshareException e = assertThrows(RefshareException.class, () -> receiver.receive(forged));
+            RefshareException e = assertThrows(RefshareException.class, () -> Internals.receive(receiver, forged));
             assertInstanceOf(InvalidDataException.class, e, e.getMessage());
             assertTrue(e.getMessage().contains("another block"), e.getMessage());
         }
@@ -86,7 +87,7 @@ class ReceiveRefusalsTest {
         try (Refshare rs = Refshare.open(shm.config())) {
             NullPointerException e = assertThrows(NullPointerException.class, () -> rs.receive((byte[]) null));
             assertTrue(e.getMessage().contains("message"), e.getMessage());
-            assertThrows(NullPointerException.class, () -> rs.receive((Descriptor) null));
+            assertThrows(NullPointerException.class, () -> Internals.receive(rs, null));
             assertThrows(NullPointerException.class, () -> rs.cancel(null));
         }
     }

@@ -14,27 +14,27 @@ import java.util.stream.Stream;
  * by {@link #delete()} (called from every benchmark's trial tear-down), so a run leaves no
  * file behind.
  */
-final class ShmTemp {
+public final class ShmTemp {
     private final Path path;
 
     private ShmTemp(Path path) {
         this.path = path;
     }
 
-    static ShmTemp create() throws IOException {
+    public static ShmTemp create() throws IOException {
         return new ShmTemp(Files.createTempDirectory(Path.of("/dev/shm"), "refshare-jmh-bench-"));
     }
 
-    Path path() {
+    public Path path() {
         return path;
     }
 
     /** A refshare directory (owner-only files, default prefix) inside this one. */
-    ShmDirectory directory() {
+    public ShmDirectory directory() {
         return new ShmDirectory(path, ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
     }
 
-    void delete() throws IOException {
+    public void delete() throws IOException {
         if (!Files.exists(path)) {
             return;
         }

@@ -193,7 +193,7 @@ public final class BridgeReceiver implements AutoCloseable {
                     + p.link.peer() + ": " + e.getMessage());
             return;
         }
-        Tensor t = new Tensor(bytes.storage().retain(), o.layout());
+        Tensor t = bytes.view(o.layout());
         MemorySegment into = bytes.data().asSlice(0, length);
         bytes.close();
         Copy c = new Copy(p, o.sequence(), t);

@@ -134,7 +134,7 @@ public final class RemoteQueue implements AutoCloseable {
         if (drained != null) {
             throw new IllegalStateException("remote queue to " + address + " is closed");
         }
-        Tensor own = new Tensor(tensor.storage().retain(), tensor.layout());
+        Tensor own = tensor.view(tensor.layout());
         try {
             window.acquire();
         } catch (InterruptedException e) {

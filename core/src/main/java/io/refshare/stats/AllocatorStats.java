@@ -1,5 +1,6 @@
-package io.refshare.memory;
+package io.refshare.stats;
 
+import io.refshare.memory.CachingAllocator;
 /**
  * A consistent snapshot of a {@link CachingAllocator}, taken under its lock.
  *

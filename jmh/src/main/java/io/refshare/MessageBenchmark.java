@@ -1,8 +1,7 @@
-package io.refshare.bench;
+package io.refshare;
 
-import io.refshare.Refshare;
-import io.refshare.RefshareConfig;
-import io.refshare.Tensor;
+import io.refshare.bench.ShmTemp;
+
 import io.refshare.wire.Descriptor;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;

@@ -1,0 +1,30 @@
+package io.refshare;
+
+import io.refshare.channel.QueueStats;
+import io.refshare.share.Sharing;
+import io.refshare.wire.Descriptor;
+
+/**
+ * The package-private parts of the top floor that tests in other packages reach for: the
+ * engine under a {@link Refshare}, descriptors before encoding, a queue's full figures.
+ */
+public final class Internals {
+    private Internals() {
+    }
+
+    public static Sharing sharing(Refshare rs) {
+        return rs.sharing();
+    }
+
+    public static Descriptor shareDescriptor(Refshare rs, Tensor tensor) {
+        return rs.shareDescriptor(tensor);
+    }
+
+    public static Tensor receive(Refshare rs, Descriptor descriptor) {
+        return rs.receive(descriptor);
+    }
+
+    public static QueueStats stats(ShareQueue queue) {
+        return queue.stats();
+    }
+}
