@@ -93,7 +93,7 @@ public record RefshareConfig(Path directory, String prefix, boolean groupAccess,
         return withCuda(cuda.withDevice(ordinal));
     }
 
-    public ShmDirectory shmDirectory() {
-        return new ShmDirectory(directory, prefix, groupAccess ? ShmDirectory.OWNER_AND_GROUP : ShmDirectory.OWNER_ONLY);
+    ShmDirectory shmDirectory() {
+        return ShmDirectory.of(directory, prefix, groupAccess);
     }
 }

@@ -466,7 +466,7 @@ public final class SharedHolder implements AutoCloseable {
 
     private Stats readStats() {
         HolderFile.Figures f = file.figures();
-        return new Stats(f.published(), f.retired(), f.reclaimed(), f.liveVersions(), f.readers(),
+        return new Stats(f.published(), f.retired(), f.reclaimed(), f.liveVersions(), f.readers().stream().map(ProcessIdentity::pid).toList(),
                 retiredHere.sum(), anomalies.sum());
     }
 
@@ -477,13 +477,16 @@ public final class SharedHolder implements AutoCloseable {
      * @param retired         versions whose last reference went, anywhere
      * @param reclaimed       references given back on behalf of dead processes
      * @param liveVersions    versions alive now (current and still held)
-     * @param readers         processes with a row, alive or not
+     * @param readers         the process ids of the processes with a row, alive or not
      * @param retiredHere     versions this handle retired (it let go last)
      * @param anomalies       retirements that found the token already returned or the
      *                        descriptor corrupt; 0 unless the file was tampered with
      */
     public record Stats(long published, long retired, long reclaimed, int liveVersions,
-                        List<ProcessIdentity> readers, long retiredHere, long anomalies) {
+                        List<Long> readers, long retiredHere, long anomalies) {
+        public Stats {
+            readers = List.copyOf(readers);
+        }
     }
 
     /**

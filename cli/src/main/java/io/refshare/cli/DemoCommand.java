@@ -93,7 +93,7 @@ final class DemoCommand implements Callable<Integer> {
                 System.out.println("device " + probe.cuda().context());
             }
         }
-        ShmDirectory shmDir = config.shmDirectory();
+        ShmDirectory shmDir = ShmOptions.directory(config);
         Set<String> before = LeftBehind.refshareFiles(shmDir);
         System.out.printf(Locale.ROOT, "refshare demo: 1 producer (pid %d) -> %d consumer processes%s, %s tensors, "
                 + "%.0f s, files in %s%n", ProcessHandle.current().pid(), consumers,

@@ -84,7 +84,7 @@ final class HotswapCommand implements Callable<Integer> {
                     + seconds);
         }
         RefshareConfig config = shm.config();
-        ShmDirectory shmDir = config.shmDirectory();
+        ShmDirectory shmDir = ShmOptions.directory(config);
         Set<String> before = LeftBehind.refshareFiles(shmDir);
         System.out.printf(Locale.ROOT, "refshare hotswap: 1 publisher (pid %d), %d reader processes, %s versions "
                         + "every %d ms for %s s, files in %s%n", ProcessHandle.current().pid(), readerCount,

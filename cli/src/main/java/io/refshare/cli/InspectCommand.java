@@ -33,7 +33,7 @@ final class InspectCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        ShmDirectory dir = shm.config().shmDirectory();
+        ShmDirectory dir = ShmOptions.directory(shm.config());
         Map<String, long[]> before = Map.of();
         long beforeAt = 0;
         do {

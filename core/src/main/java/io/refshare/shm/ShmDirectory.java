@@ -44,6 +44,14 @@ public final class ShmDirectory {
     private static final int GID = Libc.getgid();
     private static final int[] GROUPS = Libc.getgroups();
 
+    /**
+     * The directory as a {@code RefshareConfig} names it: files readable by the owner, or also
+     * by its group when {@code groupAccess}.
+     */
+    public static ShmDirectory of(Path directory, String prefix, boolean groupAccess) {
+        return new ShmDirectory(directory, prefix, groupAccess ? OWNER_AND_GROUP : OWNER_ONLY);
+    }
+
     public ShmDirectory(Path directory, String prefix, int mode) {
         if (!PREFIX.matcher(prefix).matches()) {
             throw new IllegalArgumentException("prefix must be 1-32 letters, digits or '_': '" + prefix + "'");

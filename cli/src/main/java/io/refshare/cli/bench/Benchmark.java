@@ -1,5 +1,6 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ShmOptions;
 import io.refshare.Refshare;
 import io.refshare.WaitStrategy;
 import io.refshare.inspect.Inventory;
@@ -169,7 +170,7 @@ final class Benchmark {
 
     private Set<String> ourFiles() throws IOException {
         Set<String> names = new HashSet<>();
-        Inventory.list(settings.config().shmDirectory()).forEach(e -> names.add(e.name()));
+        ShmOptions.directory(Inventory.list(settings.config())).forEach(e -> names.add(e.name()));
         return names;
     }
 
@@ -178,7 +179,7 @@ final class Benchmark {
      * (others may be creating files in the same directory meanwhile: theirs are not ours to report).
      */
     private List<String> leftBehind(Set<String> before, Set<Long> pids) throws IOException {
-        return Inventory.list(settings.config().shmDirectory()).stream()
+        return ShmOptions.directory(Inventory.list(settings.config())).stream()
                 .filter(e -> !before.contains(e.name()) && e.owner() != null && pids.contains(e.owner().pid()))
                 .map(Inventory.Entry::name).sorted().toList();
     }
