@@ -120,7 +120,7 @@ public final class SharedHolder implements AutoCloseable {
     private final ShmFile shm;
     private final HolderFile file;
     private final boolean creator;
-    private final long self = SharedHolderLayout.packIdentity(ProcessIdentity.current());
+    private final long self = ProcessIdentity.current().packed();
     private final int row;
     /** The latest version this handle has seen in each slot (checked by sequence on every use). */
     private final AtomicReferenceArray<Seen> seen;

@@ -26,7 +26,7 @@ final class GcCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        Janitor.Report r = ShmOptions.directory(Janitor.sweep(shm.config()), dryRun);
+        Janitor.Report r = Janitor.sweep(ShmOptions.directory(shm.config()), dryRun);
         r.removed().forEach(n -> System.out.println((dryRun ? "would remove " : "removed ") + n));
         if (verbose) {
             r.kept().forEach(n -> System.out.println("kept " + n));

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.Verdict;
 
@@ -47,7 +48,7 @@ final class Liveness {
         if (ShmQueueLayout.namesNoProcess(packedIdentity)) {
             return true; // garbage in the table: no process has pid 0, so nobody can be harmed
         }
-        boolean dead = dir.verdict(ShmQueueLayout.unpackIdentity(packedIdentity)) == Verdict.DEAD;
+        boolean dead = dir.verdict(ProcessIdentity.unpack(packedIdentity)) == Verdict.DEAD;
         if (dead) {
             aliveUntil.remove(packedIdentity);
         } else {

@@ -1,5 +1,6 @@
 package io.refshare.channel;
 
+import io.refshare.shm.ProcessIdentity;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 
 import java.lang.foreign.MemorySegment;
@@ -132,7 +133,7 @@ final class Participants {
             }
             long entry = entryOffset(i);
             int role = (int) INT.getVolatile(mem, entry + PARTICIPANT_ROLE);
-            list.add(new QueueParticipant(unpackIdentity(word), (role & ROLE_PRODUCER) != 0,
+            list.add(new QueueParticipant(ProcessIdentity.unpack(word), (role & ROLE_PRODUCER) != 0,
                     (role & ROLE_CONSUMER) != 0, (long) LONG.getVolatile(mem, entry + PARTICIPANT_OFFERED),
                     (long) LONG.getVolatile(mem, entry + PARTICIPANT_TAKEN)));
         }

@@ -166,8 +166,8 @@ public final class ShmQueue implements AutoCloseable {
         this.maxMessageBytes = geometry.maxMessageBytes();
         this.creator = creator;
         this.owner = owner;
-        this.packedOwner = packIdentity(owner);
-        this.me = packIdentity(ProcessIdentity.current());
+        this.packedOwner = owner.packed();
+        this.me = ProcessIdentity.current().packed();
         this.participants = new Participants(mem, geometry);
         this.notEmpty = new QueueSignal(mem, NOT_EMPTY_SEQ_OFFSET, CONSUMERS_SLEEPING_OFFSET,
                 PARTICIPANT_CONSUMERS_SLEEPING);
@@ -210,7 +210,7 @@ public final class ShmQueue implements AutoCloseable {
     /** As create, with the first position given (tests cross the 2^46 wrap with it). */
     static ShmQueue createStartingAt(ShmDirectory dir, Geometry geometry, long firstPosition) {
         ProcessIdentity me = ProcessIdentity.current();
-        packIdentity(me); // refuse before a file exists
+        me.packed(); // refuse before a file exists
         ShmFile f = dir.create(ShmKind.QUEUE, geometry.fileLength());
         try {
             geometry.initialize(f.segment(), me, firstPosition);

@@ -2,12 +2,13 @@ package io.refshare.channel;
 
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.LittleEndian;
 import io.refshare.shm.ProcessIdentity;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 
 /**
  * The layout of a queue file, described once. Every multi-byte field is little-endian;
@@ -148,17 +149,14 @@ public final class ShmQueueLayout {
     private static final int STATE_SHIFT = POSITION_BITS;
     private static final int CLAIMANT_SHIFT = POSITION_BITS + 2;
 
-    private static final int PID_BITS = 22;
-    private static final long PID_MASK = (1L << PID_BITS) - 1;
-    private static final long MAX_START_TICKS = (1L << 41) - 1;
     private static final long RECLAIM_MARK = 1L << 63;
 
     /** Atomic access to 64-bit words of the file. */
-    static final VarHandle LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
+    static final VarHandle LONG = LittleEndian.ATOMIC_LONG;
     /** Atomic access to 32-bit words of the file (futex words are 32-bit). */
-    static final VarHandle INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
-    static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
-    static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final VarHandle INT = LittleEndian.ATOMIC_INT;
+    static final ValueLayout.OfInt LE_INT = LittleEndian.INT;
+    static final ValueLayout.OfLong LE_LONG = LittleEndian.LONG;
 
     private ShmQueueLayout() {
     }
@@ -206,16 +204,7 @@ public final class ShmQueueLayout {
                 throw new InvalidDataException(file + " is truncated: " + fileSize + " bytes, a queue header alone is "
                         + HEADER_LENGTH);
             }
-            long magic = (long) LONG.getAcquire(mem, MAGIC_OFFSET);
-            if (magic != MAGIC) {
-                throw new InvalidDataException(file + " is not a refshare queue (magic 0x" + Long.toHexString(magic)
-                        + ", expected 0x" + Long.toHexString(MAGIC) + ")");
-            }
-            int version = mem.get(LE_INT, VERSION_OFFSET);
-            if (version != VERSION) {
-                throw new InvalidDataException(file + " has queue layout version " + version
-                        + "; this refshare reads version " + VERSION);
-            }
+            FileHeader.check(mem, MAGIC, VERSION, "queue", file);
             int headerLength = mem.get(LE_INT, HEADER_LENGTH_OFFSET);
             int capacity = mem.get(LE_INT, CAPACITY_OFFSET);
             int maxMessage = mem.get(LE_INT, MAX_MESSAGE_OFFSET);
@@ -233,12 +222,6 @@ public final class ShmQueueLayout {
                 throw new InvalidDataException(file + " is truncated: " + fileSize + " bytes, its header describes "
                         + g.fileLength());
             }
-            long ownerPid = mem.get(LE_LONG, OWNER_PID_OFFSET);
-            long ownerStart = mem.get(LE_LONG, OWNER_START_OFFSET);
-            if (ownerPid <= 0 || ownerPid > PID_MASK || ownerStart < 0) {
-                throw new InvalidDataException(file + " names an impossible owner: pid " + ownerPid + ", start ticks "
-                        + ownerStart);
-            }
             return g;
         }
 
@@ -248,10 +231,7 @@ public final class ShmQueueLayout {
          * so a reader never accepts a half-written header.
          */
         void initialize(MemorySegment mem, ProcessIdentity owner, long firstPosition) {
-            mem.set(LE_INT, VERSION_OFFSET, VERSION);
-            mem.set(LE_INT, HEADER_LENGTH_OFFSET, HEADER_LENGTH);
-            mem.set(LE_LONG, OWNER_PID_OFFSET, owner.pid());
-            mem.set(LE_LONG, OWNER_START_OFFSET, owner.startTicks());
+            FileHeader.write(mem, VERSION, HEADER_LENGTH, owner);
             mem.set(LE_INT, CAPACITY_OFFSET, capacity);
             mem.set(LE_INT, MAX_MESSAGE_OFFSET, maxMessageBytes);
             mem.set(LE_INT, CELL_LENGTH_OFFSET, cellLength);
@@ -262,7 +242,7 @@ public final class ShmQueueLayout {
                 long position = firstPosition + Math.floorMod(c - firstPosition, (long) capacity);
                 mem.set(LE_LONG, cellOffset(c) + CELL_WORD, free(position));
             }
-            LONG.setRelease(mem, MAGIC_OFFSET, MAGIC);
+            FileHeader.publish(mem, MAGIC);
         }
     }
 
@@ -309,19 +289,6 @@ public final class ShmQueueLayout {
         return ((word - position) << (64 - POSITION_BITS)) >> (64 - POSITION_BITS);
     }
 
-    /** A process identity in one word, so a table entry is claimed and read atomically. */
-    static long packIdentity(ProcessIdentity id) {
-        if (id.pid() > PID_MASK || id.startTicks() < 0 || id.startTicks() > MAX_START_TICKS) {
-            throw new RefshareException("cannot record " + id + " in a queue: pid above 2^22 or start ticks above 2^41");
-        }
-        return id.pid() | (id.startTicks() << PID_BITS);
-    }
-
-    /** The identity of a table entry word, the reclaim mark removed. */
-    static ProcessIdentity unpackIdentity(long word) {
-        return new ProcessIdentity(word & PID_MASK, (word >>> PID_BITS) & MAX_START_TICKS);
-    }
-
     /** The entry word by which {@code packedReclaimer} announces it is folding a dead entry. */
     static long reclaimMark(long packedReclaimer) {
         return packedReclaimer | RECLAIM_MARK;
@@ -332,7 +299,7 @@ public final class ShmQueueLayout {
      * so garbage from a corrupt or hostile writer, and never a live claimant.
      */
     static boolean namesNoProcess(long entryWord) {
-        return (entryWord & PID_MASK) == 0;
+        return (entryWord & ProcessIdentity.MAX_PID) == 0;
     }
 
     static boolean isReclaimMark(long entryWord) {

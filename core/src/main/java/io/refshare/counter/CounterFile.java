@@ -4,6 +4,8 @@ import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.shm.LifeFile;
 import io.refshare.shm.Libc;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.LittleEndian;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -58,7 +60,7 @@ import static io.refshare.counter.CounterFileLayout.*;
  * {@link #isReturned} reports a slot word that no legal transition produces as damage.
  */
 public final class CounterFile implements AutoCloseable {
-    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final VarHandle LONG = LittleEndian.ATOMIC_LONG;
 
     private final ShmDirectory directory;
     private final ShmFile file;
@@ -93,14 +95,10 @@ public final class CounterFile implements AutoCloseable {
         ShmFile f = dir.create(ShmKind.COUNTERS, fileLength(slotCapacity, peerCapacity));
         MemorySegment m = f.segment();
         ProcessIdentity me = ProcessIdentity.current();
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, VERSION_OFFSET, VERSION);
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, HEADER_LENGTH_OFFSET, HEADER_LENGTH);
-        m.set(ValueLayout.JAVA_LONG, OWNER_PID_OFFSET, me.pid());
-        m.set(ValueLayout.JAVA_LONG, OWNER_START_OFFSET, me.startTicks());
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, SLOT_CAPACITY_OFFSET, slotCapacity);
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, PEER_CAPACITY_OFFSET, peerCapacity);
-        // the magic goes last: a reader never sees a valid magic over a half-written header
-        LONG.setRelease(m, MAGIC_OFFSET, MAGIC);
+        FileHeader.write(m, VERSION, HEADER_LENGTH, me);
+        m.set(LittleEndian.INT, SLOT_CAPACITY_OFFSET, slotCapacity);
+        m.set(LittleEndian.INT, PEER_CAPACITY_OFFSET, peerCapacity);
+        FileHeader.publish(m, MAGIC);
         return new CounterFile(dir, f, slotCapacity, peerCapacity, me);
     }
 
@@ -109,19 +107,10 @@ public final class CounterFile implements AutoCloseable {
         ShmFile f = dir.open(name, ShmKind.COUNTERS, HEADER_LENGTH);
         try {
             MemorySegment m = f.segment();
-            long magic = (long) LONG.getAcquire(m, MAGIC_OFFSET);
-            if (magic != MAGIC) {
-                throw new InvalidDataException(f.path() + " is not a refshare counter file (magic 0x"
-                        + Long.toHexString(magic) + ")");
-            }
-            int version = m.get(ValueLayout.JAVA_INT_UNALIGNED, VERSION_OFFSET);
-            if (version != VERSION) {
-                throw new InvalidDataException(f.path() + " has counter layout version " + version
-                        + "; this refshare reads version " + VERSION);
-            }
-            int headerLength = m.get(ValueLayout.JAVA_INT_UNALIGNED, HEADER_LENGTH_OFFSET);
-            int slots = m.get(ValueLayout.JAVA_INT_UNALIGNED, SLOT_CAPACITY_OFFSET);
-            int peers = m.get(ValueLayout.JAVA_INT_UNALIGNED, PEER_CAPACITY_OFFSET);
+            ProcessIdentity owner = FileHeader.check(m, MAGIC, VERSION, "counter file", f.path()).owner();
+            int headerLength = m.get(LittleEndian.INT, HEADER_LENGTH_OFFSET);
+            int slots = m.get(LittleEndian.INT, SLOT_CAPACITY_OFFSET);
+            int peers = m.get(LittleEndian.INT, PEER_CAPACITY_OFFSET);
             if (headerLength != HEADER_LENGTH || slots < 1 || slots > MAX_SLOTS || peers < 1 || peers > MAX_PEERS) {
                 throw new InvalidDataException(f.path() + " has a corrupt header: header length " + headerLength
                         + ", " + slots + " slots, " + peers + " peers");
@@ -130,12 +119,7 @@ public final class CounterFile implements AutoCloseable {
                 throw new InvalidDataException(f.path() + " is " + f.size() + " bytes but its header describes "
                         + fileLength(slots, peers) + " (truncated or corrupt)");
             }
-            long ownerPid = m.get(ValueLayout.JAVA_LONG, OWNER_PID_OFFSET);
-            long ownerStart = m.get(ValueLayout.JAVA_LONG, OWNER_START_OFFSET);
-            if (ownerPid <= 0 || ownerPid > Integer.MAX_VALUE || ownerStart < 0) {
-                throw new InvalidDataException(f.path() + " names an impossible owner pid " + ownerPid);
-            }
-            return new CounterFile(dir, f, slots, peers, new ProcessIdentity(ownerPid, ownerStart));
+            return new CounterFile(dir, f, slots, peers, owner);
         } catch (RuntimeException e) {
             f.close();
             throw e;

@@ -25,6 +25,9 @@ package io.refshare.counter;
  *     out sequentially by increasing offset and never twice in one file). Informative: the
  *     owner counts in its own memory and never trusts this word.</li>
  * <li><b>flags</b>: {@link #FLAG_RETIRED} once the owner hands out no more slots from this file.</li>
+ * <li><b>cache lines</b>: the first 64 bytes are the owner's, written at every hand-out; the
+ *     words every releasing process touches ({@code releases}, {@code collector waiting})
+ *     have the second line to themselves, so sends and releases do not contend for a line.</li>
  * <li><b>releases</b>: incremented by every process that releases a slot; a cheap
  *     "something changed" signal for the owner's collection, and a statistic. Its low 32
  *     bits are also the futex word the owner's collector sleeps on.</li>
@@ -72,7 +75,7 @@ package io.refshare.counter;
  */
 public final class CounterFileLayout {
     public static final long MAGIC = 0x31544E554F435352L; // "RSCOUNT1" little-endian
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
 
     public static final long MAGIC_OFFSET = 0;
     public static final long VERSION_OFFSET = 8;
@@ -83,8 +86,8 @@ public final class CounterFileLayout {
     public static final long PEER_CAPACITY_OFFSET = 36;
     public static final long HANDED_OUT_OFFSET = 40;
     public static final long FLAGS_OFFSET = 48;
-    public static final long RELEASES_OFFSET = 56;
-    public static final long COLLECTOR_WAITING_OFFSET = 64;
+    public static final long RELEASES_OFFSET = 64;
+    public static final long COLLECTOR_WAITING_OFFSET = 72;
     public static final int HEADER_LENGTH = 128;
 
     public static final int PEER_ENTRY_LENGTH = 16;

@@ -294,7 +294,7 @@ public final class HolderFile {
     public java.util.List<ProcessIdentity> readers() {
         java.util.List<ProcessIdentity> list = new java.util.ArrayList<>();
         for (int r = 0; r < geometry.readerCapacity(); r++) {
-            ProcessIdentity p = unpackIdentity((long) LONG.getVolatile(mem, geometry.rowOffset(r) + ROW_IDENTITY));
+            ProcessIdentity p = ProcessIdentity.unpack((long) LONG.getVolatile(mem, geometry.rowOffset(r) + ROW_IDENTITY));
             if (p != null) {
                 list.add(p);
             }
@@ -314,7 +314,7 @@ public final class HolderFile {
         for (int r = 0; r < geometry.readerCapacity(); r++) {
             long at = geometry.rowOffset(r) + ROW_IDENTITY;
             long id = (long) LONG.getVolatile(mem, at);
-            ProcessIdentity p = unpackIdentity(id);
+            ProcessIdentity p = ProcessIdentity.unpack(id);
             if (p == null || alive.test(p)) {
                 continue; // free, live, or being reclaimed by a live process
             }

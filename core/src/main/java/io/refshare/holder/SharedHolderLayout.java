@@ -1,13 +1,14 @@
 package io.refshare.holder;
 
 import io.refshare.exceptions.InvalidDataException;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.LittleEndian;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.wire.DescriptorCodec;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
 
 /**
  * The layout of a shared holder file, described once. Little-endian; every field another
@@ -102,13 +103,10 @@ public final class SharedHolderLayout {
     public static final int DEFAULT_READERS = 64;
     public static final int MAX_READERS = 1 << 16;
 
-    static final VarHandle LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
-    static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
-    static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final VarHandle LONG = LittleEndian.ATOMIC_LONG;
+    static final ValueLayout.OfInt LE_INT = LittleEndian.INT;
+    static final ValueLayout.OfLong LE_LONG = LittleEndian.LONG;
 
-    private static final int PID_BITS = 22;
-    private static final long PID_MASK = (1L << PID_BITS) - 1;
-    private static final long MAX_START_TICKS = (1L << 41) - 1;
     static final long RECLAIM_MARK = 1L << 63;
     private static final int STATE_BITS = 8;
     private static final int STATE_MASK = (1 << STATE_BITS) - 1;
@@ -150,16 +148,7 @@ public final class SharedHolderLayout {
 
     /** The geometry a file's header states, checked against the file's size; throws on anything malformed. */
     public static Geometry readGeometry(MemorySegment m, String where) {
-        long magic = (long) LONG.getAcquire(m, MAGIC_OFFSET);
-        if (magic != MAGIC) {
-            throw new InvalidDataException(where + " is not a refshare holder file (magic 0x" + Long.toHexString(magic)
-                    + ")");
-        }
-        int version = m.get(LE_INT, VERSION_OFFSET);
-        if (version != VERSION) {
-            throw new InvalidDataException(where + " has holder layout version " + version + "; this refshare reads "
-                    + VERSION);
-        }
+        FileHeader.check(m, MAGIC, VERSION, "holder file", where);
         int headerLength = m.get(LE_INT, HEADER_LENGTH_OFFSET);
         int slots = m.get(LE_INT, SLOT_CAPACITY_OFFSET);
         int readers = m.get(LE_INT, READER_CAPACITY_OFFSET);
@@ -179,39 +168,17 @@ public final class SharedHolderLayout {
             throw new InvalidDataException(where + " is " + m.byteSize() + " bytes but its header describes "
                     + g.fileLength() + " (truncated or corrupt)");
         }
-        long pid = m.get(LE_LONG, OWNER_PID_OFFSET);
-        if (pid <= 0 || pid > PID_MASK || m.get(LE_LONG, OWNER_START_OFFSET) < 0) {
-            throw new InvalidDataException(where + " names an impossible owner pid " + pid);
-        }
         return g;
     }
 
     /** Writes the header of a new (zero-filled) file; the magic goes last. */
     public static void format(MemorySegment m, Geometry g, ProcessIdentity owner) {
-        m.set(LE_INT, VERSION_OFFSET, VERSION);
-        m.set(LE_INT, HEADER_LENGTH_OFFSET, HEADER_LENGTH);
-        m.set(LE_LONG, OWNER_PID_OFFSET, owner.pid());
-        m.set(LE_LONG, OWNER_START_OFFSET, owner.startTicks());
+        FileHeader.write(m, VERSION, HEADER_LENGTH, owner);
         m.set(LE_INT, SLOT_CAPACITY_OFFSET, g.slotCapacity());
         m.set(LE_INT, READER_CAPACITY_OFFSET, g.readerCapacity());
         m.set(LE_INT, SLOT_LENGTH_OFFSET, SLOT_LENGTH);
         m.set(LE_INT, READER_LENGTH_OFFSET, g.readerLength());
-        // a reader never sees a valid magic over a half-written header
-        LONG.setRelease(m, MAGIC_OFFSET, MAGIC);
-    }
-
-    public static long packIdentity(ProcessIdentity p) {
-        if (p.pid() > PID_MASK || p.startTicks() > MAX_START_TICKS || p.startTicks() <= 0) {
-            throw new IllegalArgumentException("cannot record " + p + " in a holder file");
-        }
-        return p.pid() | (p.startTicks() << PID_BITS);
-    }
-
-    /** The process an identity word names (the reclaim mark ignored), or null for a free row. */
-    static ProcessIdentity unpackIdentity(long word) {
-        long w = word & ~RECLAIM_MARK;
-        long pid = w & PID_MASK;
-        return pid == 0 ? null : new ProcessIdentity(pid, w >>> PID_BITS);
+        FileHeader.publish(m, MAGIC);
     }
 
     static long state(int state, int generation) {

@@ -76,18 +76,16 @@ public final class HostBackend implements SegmentBackend {
 
     private static void writeHeader(MemorySegment m) {
         ProcessIdentity me = ProcessIdentity.current();
-        m.set(ValueLayout.JAVA_INT, FileHeader.VERSION_OFFSET, VERSION);
-        m.set(ValueLayout.JAVA_INT, FileHeader.HEADER_LENGTH_OFFSET, HEADER_BYTES);
-        m.set(ValueLayout.JAVA_LONG, FileHeader.OWNER_PID_OFFSET, me.pid());
-        m.set(ValueLayout.JAVA_LONG, FileHeader.OWNER_START_OFFSET, me.startTicks());
-        ValueLayout.JAVA_LONG.varHandle().setRelease(m, FileHeader.MAGIC_OFFSET, MAGIC);
+        FileHeader.write(m, VERSION, HEADER_BYTES, me);
+        FileHeader.publish(m, MAGIC);
     }
 
     /** Checks the header of a segment file a consumer mapped by a name from outside. */
     public static void checkHeader(MemorySegment file, String name) {
-        if (file.byteSize() < HEADER_BYTES || file.get(ValueLayout.JAVA_LONG, FileHeader.MAGIC_OFFSET) != MAGIC
-                || file.get(ValueLayout.JAVA_INT, FileHeader.VERSION_OFFSET) != VERSION) {
-            throw new InvalidDataException("segment " + name + " is not a refshare host segment of version " + VERSION);
+        FileHeader.check(file, MAGIC, VERSION, "host segment", "segment " + name);
+        if (file.byteSize() < HEADER_BYTES) {
+            throw new InvalidDataException("segment " + name + " is truncated: " + file.byteSize() + " bytes, its header"
+                    + " alone is " + HEADER_BYTES);
         }
     }
 

@@ -2,6 +2,7 @@ package io.refshare.share;
 
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.shm.FileHeader;
+import io.refshare.shm.LittleEndian;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -34,7 +35,7 @@ public final class StatusFile implements AutoCloseable {
     public static final int VERSION = 1;
     private static final long UPDATED_OFFSET = 32;
     private static final long FIELDS_OFFSET = 40;
-    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final VarHandle LONG = LittleEndian.ATOMIC_LONG;
 
     /** The published fields, in layout order. */
     public enum Field {
@@ -54,11 +55,8 @@ public final class StatusFile implements AutoCloseable {
         ShmFile f = dir.create(ShmKind.STATUS, LENGTH);
         MemorySegment m = f.segment();
         ProcessIdentity me = ProcessIdentity.current();
-        m.set(ValueLayout.JAVA_INT, FileHeader.VERSION_OFFSET, VERSION);
-        m.set(ValueLayout.JAVA_INT, FileHeader.HEADER_LENGTH_OFFSET, (int) FIELDS_OFFSET);
-        m.set(ValueLayout.JAVA_LONG, FileHeader.OWNER_PID_OFFSET, me.pid());
-        m.set(ValueLayout.JAVA_LONG, FileHeader.OWNER_START_OFFSET, me.startTicks());
-        LONG.setRelease(m, FileHeader.MAGIC_OFFSET, MAGIC);
+        FileHeader.write(m, VERSION, (int) FIELDS_OFFSET, me);
+        FileHeader.publish(m, MAGIC);
         return new StatusFile(f);
     }
 
@@ -74,11 +72,7 @@ public final class StatusFile implements AutoCloseable {
     public static Snapshot read(ShmDirectory dir, String name) {
         try (ShmFile f = dir.open(name, ShmKind.STATUS, LENGTH)) {
             MemorySegment m = f.segment();
-            long magic = m.get(ValueLayout.JAVA_LONG, FileHeader.MAGIC_OFFSET);
-            int version = m.get(ValueLayout.JAVA_INT, FileHeader.VERSION_OFFSET);
-            if (magic != MAGIC || version != VERSION) {
-                throw new InvalidDataException(f.path() + " is not a refshare status file of version " + VERSION);
-            }
+            FileHeader.check(m, MAGIC, VERSION, "status file", f.path());
             long[] values = new long[Field.values().length];
             for (int i = 0; i < values.length; i++) {
                 values[i] = (long) LONG.getOpaque(m, FIELDS_OFFSET + 8L * i);

@@ -4,6 +4,7 @@ import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.NoSuchFileException;
@@ -47,6 +48,57 @@ public record FileHeader(long magic, int version, int headerLength, ProcessIdent
             b.append(c >= 0x20 && c < 0x7f ? c : '?');
         }
         return b.toString();
+    }
+
+    /**
+     * Writes the version, header length and owner of a new file's header, the magic still
+     * zero: the kind writes its own fields next, then {@link #publish} makes the file valid.
+     */
+    public static void write(MemorySegment m, int version, int headerLength, ProcessIdentity owner) {
+        m.set(LittleEndian.INT, VERSION_OFFSET, version);
+        m.set(LittleEndian.INT, HEADER_LENGTH_OFFSET, headerLength);
+        m.set(LittleEndian.LONG, OWNER_PID_OFFSET, owner.pid());
+        m.set(LittleEndian.LONG, OWNER_START_OFFSET, owner.startTicks());
+    }
+
+    /**
+     * Writes the magic, last and with release ordering: a reader that sees the magic (with
+     * {@link #check}'s acquiring load) sees every field written before it.
+     */
+    public static void publish(MemorySegment m, long magic) {
+        LittleEndian.ATOMIC_LONG.setRelease(m, MAGIC_OFFSET, magic);
+    }
+
+    /**
+     * Checks the header of a mapped file of {@code kind} (its name in messages: "queue",
+     * "counter file", ...) before any other field is used: long enough, the kind's magic
+     * (read with acquire ordering, pairing with {@link #publish}), the version this code
+     * reads, a possible owner. The kind checks its header length and its own fields after.
+     *
+     * @return the header
+     * @throws InvalidDataException naming {@code where} and what is wrong
+     */
+    public static FileHeader check(MemorySegment m, long magic, int version, String kind, Object where) {
+        if (m.byteSize() < LENGTH) {
+            throw new InvalidDataException(where + " is truncated: " + m.byteSize() + " bytes, a refshare header is "
+                    + LENGTH);
+        }
+        long found = (long) LittleEndian.ATOMIC_LONG.getAcquire(m, MAGIC_OFFSET);
+        if (found != magic) {
+            throw new InvalidDataException(where + " is not a refshare " + kind + " (magic 0x" + Long.toHexString(found)
+                    + ", expected 0x" + Long.toHexString(magic) + ")");
+        }
+        int v = m.get(LittleEndian.INT, VERSION_OFFSET);
+        if (v != version) {
+            throw new InvalidDataException(where + " has " + kind + " layout version " + v + "; this refshare reads "
+                    + "version " + version);
+        }
+        long pid = m.get(LittleEndian.LONG, OWNER_PID_OFFSET);
+        long start = m.get(LittleEndian.LONG, OWNER_START_OFFSET);
+        if (!ProcessIdentity.isPossibleOwner(pid, start)) {
+            throw new InvalidDataException(where + " names an impossible owner pid " + pid + " (start ticks " + start + ")");
+        }
+        return new FileHeader(magic, v, m.get(LittleEndian.INT, HEADER_LENGTH_OFFSET), new ProcessIdentity(pid, start));
     }
 
     /** The header a file has before its layout is written: only the owner, magic still zero. */
@@ -138,8 +190,8 @@ public record FileHeader(long magic, int version, int headerLength, ProcessIdent
     private static FileHeader parse(Path path, ByteBuffer b) {
         long pid = b.getLong((int) OWNER_PID_OFFSET);
         long start = b.getLong((int) OWNER_START_OFFSET);
-        if (pid <= 0 || pid > Integer.MAX_VALUE || start < 0) {
-            throw new InvalidDataException(path + " names an impossible owner pid " + pid);
+        if (!ProcessIdentity.isPossibleOwner(pid, start)) {
+            throw new InvalidDataException(path + " names an impossible owner pid " + pid + " (start ticks " + start + ")");
         }
         return new FileHeader(b.getLong((int) MAGIC_OFFSET), b.getInt((int) VERSION_OFFSET),
                 b.getInt((int) HEADER_LENGTH_OFFSET), new ProcessIdentity(pid, start));

@@ -101,7 +101,7 @@ class ShmQueueCrashTest {
         try (ShmQueue q = ShmQueue.create(dir, 2, 64, 4); QueueFileView view = new QueueFileView(dir, q.name())) {
             // a participant whose pid names no process here (another PID namespace, say) and
             // that has no life file: nothing proves it dead, holding position 0 as a producer
-            long pid = ShmQueueLayout.unpackIdentity(-1L).pid();
+            long pid = ProcessIdentity.unpack(-1L).pid();
             while (Files.exists(Path.of("/proc", Long.toString(pid)))) {
                 pid--;
             }
@@ -110,7 +110,7 @@ class ShmQueueCrashTest {
             MemorySegment m = view.segment();
             int entry = 3;
             m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_IDENTITY,
-                    ShmQueueLayout.packIdentity(stranger));
+                    stranger.packed());
             m.set(ShmQueueLayout.LE_LONG, g.participantOffset(entry) + ShmQueueLayout.PARTICIPANT_PID_NAMESPACE,
                     Liveness.ownPidNamespace());
             m.set(ShmQueueLayout.LE_LONG, g.cellOffset(0) + ShmQueueLayout.CELL_WORD, ShmQueueLayout.writing(0, entry));

@@ -78,17 +78,17 @@ class ShmQueueLayoutTest {
     @Test
     void identitiesPackIntoOneWordAndBack() {
         ProcessIdentity me = ProcessIdentity.current();
-        long packed = packIdentity(me);
+        long packed = me.packed();
         assertNotEquals(0, packed);
-        assertEquals(me, unpackIdentity(packed));
+        assertEquals(me, ProcessIdentity.unpack(packed));
         long mark = reclaimMark(packed);
         assertTrue(isReclaimMark(mark));
         assertFalse(isReclaimMark(packed));
         assertEquals(packed, withoutReclaimMark(mark));
         ProcessIdentity extreme = new ProcessIdentity((1 << 22) - 1, (1L << 41) - 1);
-        assertEquals(extreme, unpackIdentity(packIdentity(extreme)));
-        assertThrows(RuntimeException.class, () -> packIdentity(new ProcessIdentity(1 << 22, 1)));
-        assertThrows(RuntimeException.class, () -> packIdentity(new ProcessIdentity(5, 1L << 41)));
+        assertEquals(extreme, ProcessIdentity.unpack(extreme.packed()));
+        assertThrows(RuntimeException.class, () -> (new ProcessIdentity(1 << 22, 1)).packed());
+        assertThrows(RuntimeException.class, () -> (new ProcessIdentity(5, 1L << 41)).packed());
     }
 
     @Test

@@ -39,7 +39,7 @@ class HolderFileTest {
     private static long publish(HolderFile f, String text, HolderFile.Retirement r) {
         long word = f.claimSlot();
         assertTrue(word >= 0, "a free slot");
-        long seq = f.fill(word, SharedHolderLayout.packIdentity(ME), text.getBytes(StandardCharsets.US_ASCII));
+        long seq = f.fill(word, ME.packed(), text.getBytes(StandardCharsets.US_ASCII));
         f.unpin(f.swap(word), r);
         return seq;
     }
@@ -47,8 +47,8 @@ class HolderFileTest {
     @Test
     void versionsRetireOnceWhenTheirLastReaderReleases() {
         HolderFile f = file(4, 2, HolderWord.DEFAULT_DRAIN_AT);
-        int row = f.registerReader(SharedHolderLayout.packIdentity(ME));
-        assertEquals(row, f.registerReader(SharedHolderLayout.packIdentity(ME)), "one row per process");
+        int row = f.registerReader(ME.packed());
+        assertEquals(row, f.registerReader(ME.packed()), "one row per process");
         assertEquals(1, publish(f, "one", record));
         long w = f.acquire(row);
         int slot = HolderWord.slot(w);
@@ -70,7 +70,7 @@ class HolderFileTest {
     @Test
     void everyAcquireDrainingStillRetiresExactlyAtTheLastRelease() {
         HolderFile f = file(2, 1, 1);
-        int row = f.registerReader(SharedHolderLayout.packIdentity(ME));
+        int row = f.registerReader(ME.packed());
         publish(f, "v", record);
         List<Long> words = new ArrayList<>();
         for (int i = 0; i < 50; i++) {
@@ -88,16 +88,16 @@ class HolderFileTest {
     @Test
     void deadReadersReferencesAreGivenBackExactlyOnce() {
         HolderFile f = file(4, 3, HolderWord.DEFAULT_DRAIN_AT);
-        long ghost = SharedHolderLayout.packIdentity(GHOST);
+        long ghost = GHOST.packed();
         int ghostRow = f.registerReader(ghost);
-        int myRow = f.registerReader(SharedHolderLayout.packIdentity(ME));
+        int myRow = f.registerReader(ME.packed());
         publish(f, "one", record);
         long w = f.acquire(ghostRow);
         f.acquire(ghostRow);
         long mine = f.acquire(myRow);
         publish(f, "two", record);
         assertEquals(List.of(), retired);
-        long me = SharedHolderLayout.packIdentity(ME);
+        long me = ME.packed();
         assertEquals(2, f.reclaimDead(me, ProcessIdentity::isAlive, record), "the ghost's two references");
         assertEquals(List.of(), retired, "still held by this process");
         assertEquals(0, f.reclaimDead(me, ProcessIdentity::isAlive, record), "nothing is reclaimed twice");
@@ -111,7 +111,7 @@ class HolderFileTest {
     @Test
     void aReclaimerThatDiedIsTakenOverByTheNext() {
         HolderFile f = file(2, 2, HolderWord.DEFAULT_DRAIN_AT);
-        int ghostRow = f.registerReader(SharedHolderLayout.packIdentity(GHOST));
+        int ghostRow = f.registerReader(GHOST.packed());
         publish(f, "one", record);
         f.acquire(ghostRow);
         f.acquire(ghostRow);
@@ -120,8 +120,8 @@ class HolderFileTest {
         ProcessIdentity deadReclaimer = new ProcessIdentity(1, 987_654_321L);
         long rowAt = f.geometry().rowOffset(ghostRow) + SharedHolderLayout.ROW_IDENTITY;
         mem.set(SharedHolderLayout.LE_LONG, rowAt,
-                SharedHolderLayout.packIdentity(deadReclaimer) | SharedHolderLayout.RECLAIM_MARK);
-        long me = SharedHolderLayout.packIdentity(ME);
+                deadReclaimer.packed() | SharedHolderLayout.RECLAIM_MARK);
+        long me = ME.packed();
         assertEquals(0, f.reclaimDead(me, p -> p.equals(deadReclaimer) || p.equals(ME), record),
                 "a row marked by a live reclaimer is left to it");
         assertEquals(List.of(), retired);
@@ -133,11 +133,11 @@ class HolderFileTest {
     @Test
     void rowsRunOutOnlyWhenEveryOneIsTaken() {
         HolderFile f = file(1, 2, HolderWord.DEFAULT_DRAIN_AT);
-        assertTrue(f.registerReader(SharedHolderLayout.packIdentity(GHOST)) >= 0);
-        assertTrue(f.registerReader(SharedHolderLayout.packIdentity(ME)) >= 0);
-        assertEquals(-1, f.registerReader(SharedHolderLayout.packIdentity(new ProcessIdentity(2, 5))));
-        f.reclaimDead(SharedHolderLayout.packIdentity(ME), ProcessIdentity::isAlive, record);
-        assertTrue(f.registerReader(SharedHolderLayout.packIdentity(new ProcessIdentity(2, 5))) >= 0,
+        assertTrue(f.registerReader(GHOST.packed()) >= 0);
+        assertTrue(f.registerReader(ME.packed()) >= 0);
+        assertEquals(-1, f.registerReader((new ProcessIdentity(2, 5)).packed()));
+        f.reclaimDead(ME.packed(), ProcessIdentity::isAlive, record);
+        assertTrue(f.registerReader((new ProcessIdentity(2, 5)).packed()) >= 0,
                 "the dead process's row was freed");
     }
 
@@ -148,7 +148,7 @@ class HolderFileTest {
         // a hostile writer (or a bug elsewhere) left counts in a row nobody owns
         mem.set(SharedHolderLayout.LE_LONG, g.heldOffset(0, 0), -5);
         mem.set(SharedHolderLayout.LE_LONG, g.heldOffset(0, 1), 7);
-        int row = f.registerReader(SharedHolderLayout.packIdentity(ME));
+        int row = f.registerReader(ME.packed());
         assertEquals(0, row);
         assertEquals(0, f.held(row, 0));
         assertEquals(0, f.held(row, 1));
@@ -161,7 +161,7 @@ class HolderFileTest {
     @Test
     void slotsRunOutWhileReadersHoldThem() {
         HolderFile f = file(2, 1, HolderWord.DEFAULT_DRAIN_AT);
-        int row = f.registerReader(SharedHolderLayout.packIdentity(ME));
+        int row = f.registerReader(ME.packed());
         publish(f, "one", record);
         long held = f.acquire(row);
         publish(f, "two", record);
@@ -179,7 +179,7 @@ class HolderFileTest {
     void corruptContentsAreRefusedWithAClearError() {
         HolderFile f = file(2, 1, HolderWord.DEFAULT_DRAIN_AT);
         Geometry g = f.geometry();
-        int row = f.registerReader(SharedHolderLayout.packIdentity(ME));
+        int row = f.registerReader(ME.packed());
         publish(f, "one", record);
         MemorySegment m = mem;
         // a descriptor length beyond the slot
@@ -205,7 +205,7 @@ class HolderFileTest {
     @Test
     void threadsRacingReleasesAgainstPublishesRetireEachVersionOnce() throws Exception {
         HolderFile f = file(8, 2, 3);
-        int row = f.registerReader(SharedHolderLayout.packIdentity(ME));
+        int row = f.registerReader(ME.packed());
         AtomicLong retirements = new AtomicLong();
         long[] retiredCount = new long[20_002];
         HolderFile.Retirement counting = (slot, sequence, d) -> {

@@ -15,7 +15,7 @@ import java.util.concurrent.atomic.AtomicIntegerArray;
  * counted per version.
  */
 final class SharedFixture {
-    private static final long ME = SharedHolderLayout.packIdentity(ProcessIdentity.current());
+    private static final long ME = ProcessIdentity.current().packed();
 
     final HolderFile file;
     final int row;

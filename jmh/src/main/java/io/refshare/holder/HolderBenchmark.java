@@ -121,7 +121,7 @@ public class HolderBenchmark {
             SharedHolderLayout.format(m, g, ProcessIdentity.current());
             shared = new HolderFile(m, g, HolderWord.DEFAULT_DRAIN_AT);
         }
-        long me = SharedHolderLayout.packIdentity(ProcessIdentity.current());
+        long me = ProcessIdentity.current().packed();
         row = shared.registerReader(me);
         long word = shared.claimSlot();
         shared.fill(word, me, new byte[]{42});

@@ -170,7 +170,7 @@ final class Benchmark {
 
     private Set<String> ourFiles() throws IOException {
         Set<String> names = new HashSet<>();
-        ShmOptions.directory(Inventory.list(settings.config())).forEach(e -> names.add(e.name()));
+        Inventory.list(ShmOptions.directory(settings.config())).forEach(e -> names.add(e.name()));
         return names;
     }
 
@@ -179,7 +179,7 @@ final class Benchmark {
      * (others may be creating files in the same directory meanwhile: theirs are not ours to report).
      */
     private List<String> leftBehind(Set<String> before, Set<Long> pids) throws IOException {
-        return ShmOptions.directory(Inventory.list(settings.config())).stream()
+        return Inventory.list(ShmOptions.directory(settings.config())).stream()
                 .filter(e -> !before.contains(e.name()) && e.owner() != null && pids.contains(e.owner().pid()))
                 .map(Inventory.Entry::name).sorted().toList();
     }
