@@ -11,7 +11,6 @@ import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -53,37 +52,9 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * handle's close never ends the stream, except the creator's.
  *
  * <h2>Implementation notes</h2>
- * The core is Dmitry Vyukov's bounded MPMC array queue, with the claim moved into the
- * cell: a producer claims position {@code t} by one compare-and-set of the cell word from
- * FREE(t) to WRITING(t, itself), then moves the tail hint on; a consumer claims {@code h}
- * by FULL(h) &rarr; READING(h, itself), then moves the head hint on. Because the claim is
- * in the cell and names the claimant, a dead claimant can be recognised and its claim
- * repaired by a third party, which a claim on the shared tail counter would not allow.
- * <p>
- * Invariants: (1) the head and tail hints only grow, one position at a time, and only
- * past a position whose cell was claimed for it; so every position below the tail was
- * claimed by a producer and below the head by a consumer. (2) A cell word's position
- * only grows (FREE(p) &rarr; WRITING(p) &rarr; FULL(p) &rarr; READING(p) &rarr;
- * FREE(p + capacity)); each arrow is made by the one process that holds the claim, or by
- * a compare-and-set. (3) Hence, reading tail {@code t} then its cell: a cell still at an
- * earlier position means the queue was full at that moment; FREE(t) means {@code t} was
- * free; anything else means the tail hint was behind. Symmetrically for the head.
- * <p>
- * Memory ordering: the payload is written with plain stores while the cell is WRITING
- * and published by a volatile write of FULL; a consumer reads FULL with a volatile read
- * before reading the payload, and frees the cell with a volatile write after its last
- * read of it, so a producer never overwrites a payload being read. Wake-ups follow
- * {@code QueueSignal}.
- * <p>
- * Closing: {@link #markClosed} sets a flag. A producer reads it before claiming and again
- * after (abandoning its claim when it is set), while a consumer reads it before looking
- * at the head cell and reports "closed" only when that cell shows no claimed position.
- * All of these are volatile, so a producer that saw "open" after claiming made its claim
- * before the flag was set, and every consumer that sees the flag also sees the claim:
- * it waits for that message instead of reporting the queue drained.
- * <p>
- * Positions in cell words wrap at 2<sup>46</sup>; a thread would have to stall for
- * 2<sup>45</sup> operations of the others to mistake one lap for another.
+ * The cells' protocol (claims, publication, memory ordering, closing) is {@link QueueCells},
+ * argued there; this handle adds participation, waiting and wake-ups ({@link QueueSignal}),
+ * repair of dead participants' claims ({@link Recovery}) and the stream's end.
  *
  * <h2>Known limitations</h2>
  * <ul>
@@ -121,16 +92,7 @@ public final class ShmQueue implements AutoCloseable {
      */
     static final long PRODUCERS_CHECK_MILLIS = 200;
     private static final long PRODUCERS_CHECK_NANOS = PRODUCERS_CHECK_MILLIS * 1_000_000L;
-    /**
-     * A claim loop reads the clock every this many rounds: a round that does not answer
-     * lost a race (someone else claimed or moved a hint), which in a sound queue means
-     * progress elsewhere; this many in a row only a writer scribbling on the file causes.
-     */
-    private static final int CLAIM_ROUNDS_PER_CLOCK_READ = 256;
 
-    static final long NO_ROOM = -1;
-    static final long EMPTY = -1;
-    static final long CLOSED = -2;
 
     private final ShmFile file;
     private final MemorySegment mem;
@@ -145,6 +107,7 @@ public final class ShmQueue implements AutoCloseable {
     private final QueueSignal notEmpty;
     private final QueueSignal notFull;
     private final Recovery recovery;
+    private final QueueCells cells;
     private final long me;
     private final int self;
     private final long selfEntry;
@@ -187,6 +150,7 @@ public final class ShmQueue implements AutoCloseable {
         }
         this.self = index;
         this.selfEntry = geometry.participantOffset(index);
+        this.cells = new QueueCells(mem, geometry, index, file.path());
     }
 
     /** Creates a queue of {@code capacity} messages of up to 512 bytes, owned by this process. */
@@ -362,7 +326,7 @@ public final class ShmQueue implements AutoCloseable {
             }
             Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
             if (adopted != null) {
-                return deliver(adopted.cellOffset(), adopted.position(), AS_IS);
+                return deliver(adopted.position(), AS_IS);
             }
             m = tryPoll(AS_IS, now);
             if (m == null) {
@@ -449,12 +413,12 @@ public final class ShmQueue implements AutoCloseable {
                 byte[] m = null;
                 try {
                     if (h >= 0) {
-                        m = deliver(geometry.cellOffset(cellIndex(h)), h, AS_IS);
+                        m = deliver(h, AS_IS);
                     } else {
                         Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
                         if (adopted != null) {
-                            m = deliver(adopted.cellOffset(), adopted.position(), AS_IS);
-                        } else if (h == CLOSED || !closedFlag()) {
+                            m = deliver(adopted.position(), AS_IS);
+                        } else if (h == QueueCells.CLOSED || !closedFlag()) {
                             return drained;
                         } else {
                             awaitPublication();
@@ -566,47 +530,19 @@ public final class ShmQueue implements AutoCloseable {
         return "ShmQueue[" + file.path() + ", capacity " + capacity + ", max message " + maxMessageBytes + " bytes]";
     }
 
-    // ---- the cell protocol (package-private pieces are exercised by crash tests) ----
+    // ---- the cells (package-private pieces are exercised by crash tests) ----
 
-    /** Claims the tail cell for a producer: its position, {@link #NO_ROOM} or {@link #CLOSED}. */
+    /** Claims the tail cell for a producer: its position, {@link QueueCells#NO_ROOM} or {@link QueueCells#CLOSED}. */
     long claimWritable() {
         return claimWritable(System.nanoTime() + Long.MAX_VALUE);
     }
 
-    /**
-     * As {@link #claimWritable()}, answering {@link #NO_ROOM} once {@code deadline} (a
-     * {@link System#nanoTime()} value) has passed while the cells keep changing under it.
-     */
-    long claimWritable(long deadline) {
-        if (closedFlag()) {
-            return CLOSED;
+    private long claimWritable(long deadline) {
+        long t = cells.claimWritable(deadline);
+        if (t == QueueCells.CLOSED) {
+            notEmpty.signal(); // a consumer may wait on a position this claim gave up
         }
-        int skipped = 0;
-        for (int round = 1; ; round++) {
-            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && System.nanoTime() - deadline >= 0) {
-                return NO_ROOM; // lost every race for this long: a hostile writer, or the caller's time is up
-            }
-            long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
-            long cell = geometry.cellOffset(cellIndex(t));
-            long word = (long) LONG.getVolatile(mem, cell + CELL_WORD);
-            long d = distance(word, t);
-            if (d == 0 && state(word) == FREE) {
-                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, writing(t, self))) {
-                    LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1);
-                    if (closedFlag()) {
-                        // closed while claiming: give the position up, as a dead producer's is
-                        LONG.setVolatile(mem, cell + CELL_WORD, free(t + capacity));
-                        notEmpty.signal();
-                        return CLOSED;
-                    }
-                    return t;
-                }
-            } else if (d < 0) {
-                return NO_ROOM;
-            } else if (LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1) && d > 0 && ++skipped > 2 * capacity) {
-                throw cellsAhead("tail", t, word);
-            }
-        }
+        return t;
     }
 
     /** Writes and publishes the message of a position claimed by {@link #claimWritable}. */
@@ -615,111 +551,54 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     private void publish(long position, Outgoing message) {
-        long cell = geometry.cellOffset(cellIndex(position));
-        mem.set(LE_INT, cell + CELL_LENGTH_FIELD, message.byteSize());
-        message.writeTo(mem, cell + CELL_PAYLOAD);
-        LONG.setVolatile(mem, cell + CELL_WORD, full(position));
+        cells.publish(position, message);
         participants.countOffered(self);
         notEmpty.signal();
-        if (notFull.anyoneAsleep() && hasRoom()) {
+        if (notFull.anyoneAsleep() && cells.hasRoom()) {
             notFull.signal(); // a sleeper may have been woken for the room this offer used
         }
     }
 
-    /** Claims the head cell for a consumer: its position, {@link #EMPTY} or {@link #CLOSED}. */
+    /** Claims the head cell for a consumer: its position, {@link QueueCells#EMPTY} or {@link QueueCells#CLOSED}. */
     long claimReadable() {
-        return claimReadable(System.nanoTime() + Long.MAX_VALUE);
+        return cells.claimReadable(System.nanoTime() + Long.MAX_VALUE);
     }
 
     /**
-     * As {@link #claimReadable()}, answering {@link #EMPTY} once {@code deadline} (a
-     * {@link System#nanoTime()} value) has passed while the cells keep changing under it.
+     * Copies out the message of a position this handle holds in READING and frees the cell,
+     * whatever happens: an impossible length is rejected (and counted), never left blocking
+     * the queue. A {@link ResourceLimitException} from {@code whileClaimed} gives the message
+     * back to the queue instead, for another consumer.
      */
-    long claimReadable(long deadline) {
-        int skipped = 0;
-        for (int round = 1; ; round++) {
-            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && System.nanoTime() - deadline >= 0) {
-                return EMPTY;
-            }
-            boolean closed = closedFlag();
-            long h = (long) LONG.getVolatile(mem, HEAD_OFFSET);
-            long cell = geometry.cellOffset(cellIndex(h));
-            long word = (long) LONG.getVolatile(mem, cell + CELL_WORD);
-            long d = distance(word, h);
-            int state = state(word);
-            if (d == 0 && state == FULL) {
-                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, reading(h, self))) {
-                    LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1);
-                    return h;
-                }
-            } else if (d < 0 || (d == 0 && state != READING)) {
-                // nothing published at h; "drained" only if no producer holds h either
-                return closed && !(d == 0 && state == WRITING) ? CLOSED : EMPTY;
-            } else if (LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1) && d > 0 && ++skipped > 2 * capacity) {
-                throw cellsAhead("head", h, word);
-            }
-        }
-    }
-
-    /**
-     * A hint we moved past a cell already serving a later position: in a sound file that
-     * happens only once per position a dead participant left (recovery frees it a lap
-     * ahead), so more than two laps of it in one call means the cell words were
-     * overwritten. Refused rather than walked one position at a time, which could take
-     * 2^45 steps.
-     */
-    private InvalidDataException cellsAhead(String hint, long position, long word) {
-        return new InvalidDataException("queue " + file.path() + " is corrupt: its cells serve positions ahead of the "
-                + hint + " (" + position + ", cell word 0x" + Long.toHexString(word) + "); a corrupt or hostile writer");
-    }
-
-    /**
-     * Copies out the message of a cell this handle holds in READING and frees the cell,
-     * whatever happens: an impossible length is rejected, never left blocking the queue.
-     */
-    <T> T deliver(long cell, long position, Function<byte[], T> whileClaimed) {
-        int length = mem.get(LE_INT, cell + CELL_LENGTH_FIELD);
+    <T> T deliver(long position, Function<byte[], T> whileClaimed) {
         T result;
         boolean givenBack = false;
         try {
-            if (length < 0 || length > maxMessageBytes) {
+            byte[] message;
+            try {
+                message = cells.copyOut(position);
+            } catch (InvalidDataException rejected) {
                 participants.countRejected();
-                throw new InvalidDataException("queue " + file.path() + ": the message at position " + position
-                        + " claims " + length + " bytes, cells hold at most " + maxMessageBytes
-                        + "; a corrupt or hostile writer. The cell was skipped");
+                throw rejected;
             }
-            byte[] message = new byte[length];
-            MemorySegment.copy(mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message, 0, length);
             result = whileClaimed.apply(message);
         } catch (ResourceLimitException limit) {
-            giveBack(cell, position);
+            if (cells.giveBack(position)) {
+                notEmpty.signal();
+            }
             givenBack = true; // the cell is no longer ours to free, whether or not the give-back took
             throw limit;
         } finally {
             if (!givenBack) {
-                LONG.setVolatile(mem, cell + CELL_WORD, free(position + capacity));
+                cells.freeCell(position);
                 notFull.signal();
             }
         }
         participants.countTaken(self);
-        if (notEmpty.anyoneAsleep() && hasMessage()) {
+        if (notEmpty.anyoneAsleep() && cells.hasMessage()) {
             notEmpty.signal(); // a sleeper may have been woken for the message this poll took
         }
         return result;
-    }
-
-    /**
-     * Hands a message this handle claimed back to the queue, unconsumed: the cell becomes
-     * READING(p, {@link ShmQueueLayout#RETURNED}), which recovery treats as a dead
-     * claimant's, so exactly one consumer adopts it later. The count of give-backs goes up
-     * first, so a waiter that sees the cell also sees that it must scan for it.
-     */
-    private void giveBack(long cell, long position) {
-        LONG.getAndAdd(mem, GIVEN_BACK_OFFSET, 1L);
-        if (LONG.compareAndSet(mem, cell + CELL_WORD, reading(position, self), reading(position, RETURNED))) {
-            notEmpty.signal();
-        }
-        // else: not ours any more (a hostile writer); whoever holds the cell now deals with it
     }
 
     // ---- waiting ----
@@ -780,7 +659,7 @@ public final class ShmQueue implements AutoCloseable {
         while (true) {
             Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
             if (adopted != null) {
-                return deliver(adopted.cellOffset(), adopted.position(), whileClaimed);
+                return deliver(adopted.position(), whileClaimed);
             }
             T m = tryPoll(whileClaimed, deadline);
             if (m != null) {
@@ -899,10 +778,10 @@ public final class ShmQueue implements AutoCloseable {
 
     private boolean tryOffer(Outgoing message, long deadline) {
         long t = claimWritable(deadline);
-        if (t == NO_ROOM) {
+        if (t == QueueCells.NO_ROOM) {
             return false;
         }
-        if (t == CLOSED) {
+        if (t == QueueCells.CLOSED) {
             throw new QueueClosedException("queue " + name() + (closedState() == ENDED_BY_PRODUCERS_DEATH
                     ? " was ended when every producer had died" : " is closed") + ": it accepts no more messages");
         }
@@ -911,15 +790,15 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     private <T> T tryPoll(Function<byte[], T> whileClaimed, long deadline) {
-        long h = claimReadable(deadline);
-        if (h == EMPTY) {
+        long h = cells.claimReadable(deadline);
+        if (h == QueueCells.EMPTY) {
             return null;
         }
-        if (h == CLOSED) {
+        if (h == QueueCells.CLOSED) {
             // before saying "drained", make sure no dead consumer still holds a message
             Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
             if (adopted != null) {
-                return deliver(adopted.cellOffset(), adopted.position(), whileClaimed);
+                return deliver(adopted.position(), whileClaimed);
             }
             if (closedState() == ENDED_BY_PRODUCERS_DEATH) {
                 throw new ProducersGoneException("queue " + name() + " is drained and every producer is dead ("
@@ -927,26 +806,15 @@ public final class ShmQueue implements AutoCloseable {
             }
             throw new QueueClosedException("queue " + name() + " is closed and empty");
         }
-        return deliver(geometry.cellOffset(cellIndex(h)), h, whileClaimed);
+        return deliver(h, whileClaimed);
     }
 
-    /** True when the tail cell is free for the tail position (a hint: it may change at once). */
     private boolean hasRoom() {
-        long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
-        long word = (long) LONG.getVolatile(mem, geometry.cellOffset(cellIndex(t)) + CELL_WORD);
-        return distance(word, t) >= 0;
+        return cells.hasRoom();
     }
 
-    /** True when the head cell holds a message or the head hint is behind (worth a try). */
     private boolean hasMessage() {
-        long h = (long) LONG.getVolatile(mem, HEAD_OFFSET);
-        long word = (long) LONG.getVolatile(mem, geometry.cellOffset(cellIndex(h)) + CELL_WORD);
-        long d = distance(word, h);
-        return d > 0 || (d == 0 && (state(word) == FULL || state(word) == READING));
-    }
-
-    private int cellIndex(long position) {
-        return (int) Long.remainderUnsigned(position, capacity);
+        return cells.hasMessage();
     }
 
     private Recovery.Adopted maybeSweep(Recovery.Role role) {
@@ -969,17 +837,16 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     private boolean closedFlag() {
-        return closedState() != OPEN;
+        return cells.isClosed();
     }
 
-    /** {@link ShmQueueLayout#OPEN}, {@link ShmQueueLayout#ENDED_BY_PRODUCER} or {@link ShmQueueLayout#ENDED_BY_PRODUCERS_DEATH}. */
     private int closedState() {
-        return (int) INT.getVolatile(mem, CLOSED_OFFSET);
+        return cells.closedState();
     }
 
     /** Ends the stream for {@code why}, unless it has already ended (the first reason stays). */
     private boolean endStream(int why) {
-        boolean ended = INT.compareAndSet(mem, CLOSED_OFFSET, OPEN, why);
+        boolean ended = cells.endStream(why);
         notEmpty.signalAll();
         notFull.signalAll();
         return ended;

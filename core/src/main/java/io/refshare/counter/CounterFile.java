@@ -3,7 +3,6 @@ package io.refshare.counter;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.shm.LifeFile;
-import io.refshare.shm.Libc;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.LittleEndian;
 import io.refshare.shm.ProcessIdentity;
@@ -67,8 +66,8 @@ public final class CounterFile implements AutoCloseable {
     private final MemorySegment mem;
     private final int slotCapacity;
     private final int peerCapacity;
-    private final long slotsOffset;
     private final ProcessIdentity owner;
+    private final Tokens tokens;
     /** Owner only: slots handed out, counted here rather than trusted from the shared header. */
     private int nextSlot;
     private volatile int selfPeer = -1;
@@ -80,8 +79,8 @@ public final class CounterFile implements AutoCloseable {
         this.mem = file.segment();
         this.slotCapacity = slotCapacity;
         this.peerCapacity = peerCapacity;
-        this.slotsOffset = slotsOffset(peerCapacity);
         this.owner = owner;
+        this.tokens = new Tokens(mem, slotsOffset(peerCapacity));
     }
 
     /** Creates a counter file owned by this process. */
@@ -163,7 +162,7 @@ public final class CounterFile implements AutoCloseable {
 
     /** Releases recorded in this file by all processes. */
     public long releases() {
-        return (long) LONG.getVolatile(mem, RELEASES_OFFSET);
+        return tokens.releases();
     }
 
     /**
@@ -181,11 +180,7 @@ public final class CounterFile implements AutoCloseable {
             retire();
             return -1;
         }
-        long off = slotOffset(slot);
-        long found = (long) LONG.getVolatile(mem, off); // guarded read first: see compareAndSet
-        if (found == FREE) {
-            found = (long) LONG.compareAndExchange(mem, off, (long) FREE, word(IN_FLIGHT, tag));
-        }
+        long found = tokens.handOut(slot, tag);
         if (found != FREE) {
             throw new InvalidDataException(this + " is damaged: slot " + slot + " was not free (word 0x"
                     + Long.toHexString(found) + "), another process wrote into it");
@@ -219,9 +214,8 @@ public final class CounterFile implements AutoCloseable {
      *                                            every peer entry is taken
      */
     public boolean claim(int slot, int tag) {
-        long off = slotOffset(checkSlot(slot));
-        long inFlight = word(IN_FLIGHT, tag);
-        return (long) LONG.getVolatile(mem, off) == inFlight && compareAndSet(off, inFlight, word(held(selfPeer()), tag));
+        // registers in the peer table only for a token that can be claimed
+        return tokens.word(checkSlot(slot)) == word(IN_FLIGHT, tag) && tokens.claim(slot, tag, selfPeer());
     }
 
     /** {@link #claim(int, int)} of a token handed out by {@link #handOut()} (tag 0). */
@@ -231,40 +225,9 @@ public final class CounterFile implements AutoCloseable {
 
     /** Releases a token this process holds through this instance. False when it does not hold it. */
     public boolean release(int slot) {
-        long off = slotOffset(checkSlot(slot));
+        checkSlot(slot);
         int peer = selfPeer;
-        if (peer < 0) {
-            return false;
-        }
-        if (moveKeepingTag(off, held(peer), RELEASED)) {
-            released();
-            return true;
-        }
-        return false;
-    }
-
-    /** CAS of the slot at {@code off} from low half {@code from} to {@code to}, keeping its tag. */
-    private boolean moveKeepingTag(long off, long from, long to) {
-        while (true) {
-            long w = (long) LONG.getVolatile(mem, off);
-            if (low(w) != from) {
-                return false;
-            }
-            if (compareAndSet(off, w, word(to, CounterFileLayout.tag(w)))) {
-                return true;
-            }
-        }
-    }
-
-    /** Counts a release and wakes the owner's collector if it sleeps on this file. */
-    private void released() {
-        LONG.getVolatile(mem, RELEASES_OFFSET); // guarded read first: see compareAndSet
-        LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
-        // the getAndAdd above is a full fence: either the collector sees the new count before
-        // it sleeps (futex compares it), or we see its waiting flag here and wake it
-        if ((long) LONG.getVolatile(mem, COLLECTOR_WAITING_OFFSET) != 0) {
-            Libc.futexWake(mem.asSlice(RELEASES_OFFSET, 4), Integer.MAX_VALUE);
-        }
+        return peer >= 0 && tokens.release(slot, peer);
     }
 
     /**
@@ -272,14 +235,7 @@ public final class CounterFile implements AutoCloseable {
      * {@link #releases()}), at most {@code timeoutNanos}. Returns at once if one already was.
      */
     public void awaitRelease(long seen, long timeoutNanos) {
-        LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 1L);
-        try {
-            if (releases() == seen) {
-                Libc.futexWait(mem.asSlice(RELEASES_OFFSET, 4), (int) seen, timeoutNanos);
-            }
-        } finally {
-            LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 0L);
-        }
+        tokens.awaitRelease(seen, timeoutNanos);
     }
 
     /**
@@ -287,11 +243,7 @@ public final class CounterFile implements AutoCloseable {
      * False when someone already claimed or returned it, or it was handed out for another range.
      */
     public boolean cancel(int slot, int tag) {
-        if (compareAndSet(slotOffset(checkSlot(slot)), word(IN_FLIGHT, tag), word(RELEASED, tag))) {
-            released();
-            return true;
-        }
-        return false;
+        return tokens.cancel(checkSlot(slot), tag);
     }
 
     /** {@link #cancel(int, int)} of a token handed out by {@link #handOut()} (tag 0). */
@@ -313,7 +265,7 @@ public final class CounterFile implements AutoCloseable {
      *                              outside the peer table): the file was damaged
      */
     public boolean isReturned(int slot, int tag) {
-        long w = (long) LONG.getVolatile(mem, slotOffset(checkSlot(slot)));
+        long w = tokens.word(checkSlot(slot));
         if (CounterFileLayout.tag(w) == tag) {
             int st = CounterFileLayout.state(w);
             int holder = CounterFileLayout.holder(w);
@@ -330,17 +282,17 @@ public final class CounterFile implements AutoCloseable {
 
     /** The state of a slot's token: {@link CounterFileLayout#FREE} .. {@link CounterFileLayout#RELEASED}. */
     public int state(int slot) {
-        return CounterFileLayout.state((long) LONG.getVolatile(mem, slotOffset(checkSlot(slot))));
+        return CounterFileLayout.state(tokens.word(checkSlot(slot)));
     }
 
     /** The range tag of the token in {@code slot} (0 while it is FREE). */
     public int tag(int slot) {
-        return CounterFileLayout.tag((long) LONG.getVolatile(mem, slotOffset(checkSlot(slot))));
+        return CounterFileLayout.tag(tokens.word(checkSlot(slot)));
     }
 
     /** The process holding the token in {@code slot}, if it is held. */
     public ProcessIdentity holder(int slot) {
-        int peer = CounterFileLayout.holder((long) LONG.getVolatile(mem, slotOffset(checkSlot(slot))));
+        int peer = CounterFileLayout.holder(tokens.word(checkSlot(slot)));
         return peer < 0 ? null : peer(peer);
     }
 
@@ -374,16 +326,7 @@ public final class CounterFile implements AutoCloseable {
     }
 
     private int releaseHeldBy(int peer) {
-        int count = 0;
-        long low = held(peer);
-        int n = handedOut();
-        for (int s = 0; s < n; s++) {
-            if (moveKeepingTag(slotOffset(s), low, RELEASED)) {
-                released();
-                count++;
-            }
-        }
-        return count;
+        return tokens.releaseAllHeldBy(peer, handedOut());
     }
 
     /**
@@ -479,7 +422,7 @@ public final class CounterFile implements AutoCloseable {
                 long low = held(peer);
                 int n = handedOut();
                 for (int s = 0; s < n; s++) {
-                    if (low((long) LONG.getVolatile(mem, slotOffset(s))) == low) {
+                    if (low(tokens.word(s)) == low) {
                         count++;
                     }
                 }
@@ -493,7 +436,7 @@ public final class CounterFile implements AutoCloseable {
         BitSet peers = new BitSet();
         int n = handedOut();
         for (int s = 0; s < n; s++) {
-            int peer = CounterFileLayout.holder((long) LONG.getVolatile(mem, slotOffset(s)));
+            int peer = CounterFileLayout.holder(tokens.word(s));
             if (peer >= 0 && peer < peerCapacity) {
                 peers.set(peer);
             }
@@ -585,10 +528,6 @@ public final class CounterFile implements AutoCloseable {
             throw new InvalidDataException(this + ": slot " + slot + " is out of range 0.." + (slotCapacity - 1));
         }
         return slot;
-    }
-
-    private long slotOffset(int slot) {
-        return slotsOffset + (long) slot * SLOT_LENGTH;
     }
 
     private void requireOwner() {

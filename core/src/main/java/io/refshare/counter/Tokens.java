@@ -1,0 +1,141 @@
+package io.refshare.counter;
+
+import io.refshare.shm.Libc;
+import io.refshare.shm.LittleEndian;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
+
+import static io.refshare.counter.CounterFileLayout.*;
+
+/**
+ * The token transitions of a counter file, alone: every move of a slot word
+ * ({@code docs/protocol.md} section 8.3) and the release count that wakes the owner's
+ * collector (section 8.6). No peer table, no ownership, no files: {@link CounterFile} adds
+ * those. Small enough to argue about, and tested as such by the jcstress tests of the
+ * counter tokens.
+ *
+ * <h2>Implementation notes</h2>
+ * A slot word moves FREE &rarr; IN_FLIGHT (the owner hands it out) &rarr; HELD(peer) (one
+ * receiver claims it) &rarr; RELEASED, or IN_FLIGHT &rarr; RELEASED (the sender cancels an
+ * undelivered token); RELEASED is final. Every move is one compare-and-set of the whole
+ * word against the exact word expected, so of two racing moves from one state exactly one
+ * succeeds: a token is claimed by one receiver, and released (by its holder, a reclaimer of
+ * a dead holder, or a cancel) exactly once. Each move to RELEASED adds one to the release
+ * count after the CAS; the count's fetch-add is a full fence, so either the collector sees
+ * the new count before it sleeps or the releaser sees its waiting flag and wakes it.
+ * <p>
+ * Each CAS is preceded by a volatile read of the word and skipped when it cannot succeed.
+ * The read matters beyond speed: when another process truncated the file, reading the lost
+ * page raises an {@link InternalError} the caller can handle, while a SIGBUS in the JVM's
+ * compare-and-set (interpreted, at least) kills the process. The window left between the
+ * read and the CAS is a few instructions wide.
+ */
+final class Tokens {
+    private static final VarHandle LONG = LittleEndian.ATOMIC_LONG;
+
+    private final MemorySegment mem;
+    private final long slotsOffset;
+
+    /** The tokens of the counter file mapped at {@code mem}, its slots starting at {@code slotsOffset}. */
+    Tokens(MemorySegment mem, long slotsOffset) {
+        this.mem = mem;
+        this.slotsOffset = slotsOffset;
+    }
+
+    /** The word of {@code slot}. */
+    long word(int slot) {
+        return (long) LONG.getVolatile(mem, offset(slot));
+    }
+
+    /** FREE &rarr; IN_FLIGHT under {@code tag}: the word found, FREE when the hand-out took. */
+    long handOut(int slot, int tag) {
+        long off = offset(slot);
+        long found = (long) LONG.getVolatile(mem, off);
+        return found != FREE ? found : (long) LONG.compareAndExchange(mem, off, (long) FREE, CounterFileLayout.word(IN_FLIGHT, tag));
+    }
+
+    /** IN_FLIGHT &rarr; HELD({@code peer}), for a token handed out under {@code tag}. */
+    boolean claim(int slot, int tag, int peer) {
+        return compareAndSet(offset(slot), CounterFileLayout.word(IN_FLIGHT, tag), CounterFileLayout.word(held(peer), tag));
+    }
+
+    /** HELD({@code peer}) &rarr; RELEASED, whatever the tag, counted. */
+    boolean release(int slot, int peer) {
+        if (moveKeepingTag(offset(slot), held(peer), RELEASED)) {
+            released();
+            return true;
+        }
+        return false;
+    }
+
+    /** IN_FLIGHT &rarr; RELEASED for a token handed out under {@code tag} and never claimed, counted. */
+    boolean cancel(int slot, int tag) {
+        if (compareAndSet(offset(slot), CounterFileLayout.word(IN_FLIGHT, tag), CounterFileLayout.word(RELEASED, tag))) {
+            released();
+            return true;
+        }
+        return false;
+    }
+
+    /** Releases every token of the first {@code slots} slots that {@code peer} holds; how many. */
+    int releaseAllHeldBy(int peer, int slots) {
+        int count = 0;
+        for (int s = 0; s < slots; s++) {
+            if (release(s, peer)) {
+                count++;
+            }
+        }
+        return count;
+    }
+
+    /** Tokens moved to RELEASED so far (the count's low 32 bits are the collector's futex word). */
+    long releases() {
+        return (long) LONG.getVolatile(mem, RELEASES_OFFSET);
+    }
+
+    /**
+     * Owner's collector: sleeps until a release is counted after {@code seen} (a value of
+     * {@link #releases()}), at most {@code timeoutNanos}. Returns at once if one already was.
+     */
+    void awaitRelease(long seen, long timeoutNanos) {
+        LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 1L);
+        try {
+            if (releases() == seen) {
+                Libc.futexWait(mem.asSlice(RELEASES_OFFSET, 4), (int) seen, timeoutNanos);
+            }
+        } finally {
+            LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 0L);
+        }
+    }
+
+    /** Counts a release and wakes the owner's collector if it sleeps on this file. */
+    private void released() {
+        LONG.getVolatile(mem, RELEASES_OFFSET); // guarded read first: see the notes
+        LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
+        if ((long) LONG.getVolatile(mem, COLLECTOR_WAITING_OFFSET) != 0) {
+            Libc.futexWake(mem.asSlice(RELEASES_OFFSET, 4), Integer.MAX_VALUE);
+        }
+    }
+
+    /** CAS of the slot at {@code off} from low half {@code from} to {@code to}, keeping its tag. */
+    private boolean moveKeepingTag(long off, long from, long to) {
+        while (true) {
+            long w = (long) LONG.getVolatile(mem, off);
+            if (low(w) != from) {
+                return false;
+            }
+            if (LONG.compareAndSet(mem, off, w, CounterFileLayout.word(to, tag(w)))) {
+                return true;
+            }
+        }
+    }
+
+    private boolean compareAndSet(long off, long expected, long next) {
+        return (long) LONG.getVolatile(mem, off) == expected && LONG.compareAndSet(mem, off, expected, next);
+    }
+
+    private long offset(int slot) {
+        return slotsOffset + (long) slot * SLOT_LENGTH;
+    }
+}
