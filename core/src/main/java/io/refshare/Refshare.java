@@ -286,8 +286,8 @@ public final class Refshare implements AutoCloseable {
     }
 
     /**
-     * Creates an empty holder with room for {@value SharedHolderLayout#DEFAULT_SLOTS} live
-     * versions and {@value SharedHolderLayout#DEFAULT_READERS} processes.
+     * Creates an empty holder with room for 64 live versions and 64 processes, as
+     * {@link #createHolder(int, int)}.
      *
      * @return the holder, with this process its creator
      * @throws IllegalStateException when this instance is closed
