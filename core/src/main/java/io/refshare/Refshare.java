@@ -474,8 +474,8 @@ public final class Refshare implements AutoCloseable {
      * <p>Every tensor of this instance still open then reports {@link Tensor#isClosed()} and
      * its data can no longer be read; queues and holders opened through it can no longer put,
      * take, publish or acquire (close them first).
-     * Messages it shared that no process has received yet can no longer be received: let
-     * consumers finish first ({@link #awaitLimboEmpty}).
+     * Messages it shared that no process has received yet can then fail to be received (their
+     * files are gone): let consumers finish first ({@link #awaitLimboEmpty}).
      */
     @Override
     public void close() {
