@@ -32,8 +32,8 @@ import java.util.function.Consumer;
  * object; it may be released by a thread other than the one that acquired it.
  *
  * <p>A destroy action that throws does so in the thread that let go last (in its
- * {@code set}, {@code exchange}, {@code clear}, {@code close} or release); the version's entry
- * is freed anyway. A {@code null} value is a value like any other: {@link #acquire()} then
+ * {@code set}, {@code exchange}, {@code clear}, {@code close} or release), after that call
+ * has taken effect; the version's entry is freed anyway. A {@code null} value is a value like any other: {@link #acquire()} then
  * returns a reference whose {@link Ref#get()} is null, while an empty holder returns no
  * reference at all.
  *
