@@ -31,15 +31,21 @@ import java.util.function.Consumer;
  * use. A {@link Ref} belongs to one thread at a time, like any other try-with-resources
  * object; it may be released by a thread other than the one that acquired it.
  *
+ * <p>A destroy action that throws does so in the thread that let go last (in its
+ * {@code set}, {@code exchange}, {@code clear}, {@code close} or release), after that call
+ * has taken effect; the version's entry is freed anyway. A {@code null} value is a value like any other: {@link #acquire()} then
+ * returns a reference whose {@link Ref#get()} is null, while an empty holder returns no
+ * reference at all.
+ *
  * <h2>Implementation notes</h2>
- * <b>Counts.</b> The holder word ({@link HolderWord}) packs the current version's table
+ * <b>Counts.</b> The holder word ({@code HolderWord}) packs the current version's table
  * entry, the entry's generation and an <i>external count</i> of acquisitions. A version
  * keeps its own count {@code c}, created as {@code PINNED} (2<sup>62</sup>), which stands
  * for "the holder still points here". Acquire is {@code getAndAdd(word, 1)}: it counts and
  * learns the version in one step, which is the point of the scheme: a counter inside the
  * version could not be reached safely (the version may die between reading the pointer
  * and incrementing), a counter only in the holder would be lost when it is re-pointed.
- * Release subtracts one from the version: on one of its {@link ReleaseStripes} while they
+ * Release subtracts one from the version: on one of its release stripes while they
  * are open, else from {@code c}. Re-pointing ({@link #set}, {@link #exchange},
  * {@link #clear}) is {@code getAndSet(word, new)}, then closing the old version's stripes,
  * which returns {@code -s}, the releases they counted, then the <b>transfer</b>, one
@@ -80,7 +86,7 @@ import java.util.function.Consumer;
  * <p>
  * <b>Memory ordering.</b> Every update of the word, of {@code c} and of a stripe is an
  * atomic read-modify-write with volatile semantics (each on cache lines of its own,
- * {@link PaddedLong}, {@link ReleaseStripes}), so each variable's updates are totally ordered
+ * {@code PaddedLong}, {@code ReleaseStripes}), so each variable's updates are totally ordered
  * and each synchronizes-with the next. The publisher stores the table entry (plain) before
  * the getAndSet that installs it; a reader's getAndAdd reads from that write or a later RMW
  * of the word, so it sees the entry (an entry is rewritten only after its version died,
@@ -90,8 +96,11 @@ import java.util.function.Consumer;
  * after every other RMW of {@code c}. So all uses happen-before the destroy action, and the
  * destroy action happens-before the entry is freed (an atomic or on the free-slot bitmap)
  * and so before the entry's reuse.
+ *
+ * @param <T> the type of the values held
  */
 public final class AtomicHolder<T> implements AutoCloseable {
+    /** The most live versions of a holder made with {@link #AtomicHolder()}. */
     public static final int DEFAULT_MAX_VERSIONS = 1024;
 
     /** The holder word ({@link HolderWord}), on cache lines of its own. */
@@ -108,7 +117,14 @@ public final class AtomicHolder<T> implements AutoCloseable {
         this(DEFAULT_MAX_VERSIONS);
     }
 
-    /** An empty holder for at most {@code maxVersions} live versions (1 .. 65535). */
+    /**
+     * An empty holder for at most {@code maxVersions} live versions. Its table of versions is
+     * allocated up front, so size it for the versions readers may hold at once, not for
+     * every version ever set.
+     *
+     * @param maxVersions the most versions alive at once, 1 .. 65535
+     * @throws IllegalArgumentException when {@code maxVersions} is out of range
+     */
     public AtomicHolder(int maxVersions) {
         this(maxVersions, HolderWord.DEFAULT_DRAIN_AT);
     }
@@ -131,7 +147,10 @@ public final class AtomicHolder<T> implements AutoCloseable {
 
     /**
      * A reference to the current version, or null when the holder is empty. Release it
-     * (or close it) exactly once.
+     * (or close it) exactly once. Lock-free, one atomic add in the common case; never
+     * throws, and returns null once the holder is closed.
+     *
+     * @return a reference the version lives at least as long as, or null
      */
     public Ref<T> acquire() {
         long w = PaddedLong.getAndAdd(word, 1L);
@@ -150,34 +169,68 @@ public final class AtomicHolder<T> implements AutoCloseable {
         return new Ref<>(v);
     }
 
-    /** Installs {@code value} as the current version; the version it replaces dies once nobody holds it. */
+    /**
+     * Installs {@code value} as the current version; the version it replaces dies once nobody
+     * holds it (at once, in this thread, when nobody does).
+     *
+     * @param value     the new value; may be null
+     * @param onDestroy runs exactly once with {@code value} when this version dies, in the
+     *                  thread that lets go of it last; {@code v -> {}} for none
+     * @throws NullPointerException  when {@code onDestroy} is null
+     * @throws IllegalStateException when the holder is closed, or all its version slots hold
+     *                               versions still in use (it fails rather than wait)
+     */
     public void set(T value, Consumer<? super T> onDestroy) {
         install(value, onDestroy, false);
     }
 
     /**
      * Like {@link #set}, and returns a reference to the version it replaced (null if the
-     * holder was empty), which the caller must release.
+     * holder was empty), which the caller must release: the replaced version cannot die
+     * before it is.
+     *
+     * @param value     the new value; may be null
+     * @param onDestroy runs exactly once with {@code value} when this version dies
+     * @return a reference to the replaced version, or null
+     * @throws NullPointerException  when {@code onDestroy} is null
+     * @throws IllegalStateException when the holder is closed, or all its version slots hold
+     *                               versions still in use
      */
     public Ref<T> exchange(T value, Consumer<? super T> onDestroy) {
         return install(value, onDestroy, true);
     }
 
-    /** Empties the holder; the version it pointed at dies once nobody holds it. */
+    /**
+     * Empties the holder; the version it pointed at dies once nobody holds it (at once, in
+     * this thread, when nobody does). Clearing an empty holder does nothing. A later
+     * {@link #set} fills it again.
+     */
     public void clear() {
         swap(HolderWord.EMPTY, false);
     }
 
-    /** Versions alive now: the current one and those still held (a snapshot). */
+    /**
+     * Versions alive now: the current one and those still held (a snapshot).
+     *
+     * @return 0 .. the holder's {@code maxVersions}
+     */
     public int liveVersions() {
         return free.inUse();
     }
 
+    /**
+     * Whether {@link #close()} was called.
+     *
+     * @return true once closed, from any thread
+     */
     public boolean isClosed() {
         return closed;
     }
 
-    /** Empties the holder for good: later {@code set}s throw, acquires return null. Idempotent. */
+    /**
+     * Empties the holder for good: later {@code set}s and {@code exchange}s throw, acquires
+     * return null. References already acquired stay valid until released. Idempotent.
+     */
     @Override
     public void close() {
         closed = true;
@@ -251,6 +304,11 @@ public final class AtomicHolder<T> implements AutoCloseable {
         }
     }
 
+    /**
+     * A description for debugging: the holder word and the number of live versions.
+     *
+     * @return the description
+     */
     @Override
     public String toString() {
         return "AtomicHolder[" + HolderWord.toString(PaddedLong.get(word)) + ", " + liveVersions()
@@ -288,7 +346,9 @@ public final class AtomicHolder<T> implements AutoCloseable {
     /**
      * A counted reference to one version. {@link #release()} gives it back (a second
      * release throws); {@link #close()} does the same and is a no-op once released. Used by
-     * one thread at a time.
+     * one thread at a time: hand it to another with a happens-before edge (a queue, a lock).
+     *
+     * @param <T> the type of the value
      */
     public static final class Ref<T> implements AutoCloseable {
         private final Version<T> version;
@@ -298,7 +358,13 @@ public final class AtomicHolder<T> implements AutoCloseable {
             this.version = version;
         }
 
-        /** The value; throws {@link IllegalStateException} once released. */
+        /**
+         * The value of the version this reference holds, unchanged however often the holder
+         * is re-pointed meanwhile.
+         *
+         * @return the value, as given to {@code set} or {@code exchange} (possibly null)
+         * @throws IllegalStateException once this reference is released
+         */
         public T get() {
             if (released) {
                 throw new IllegalStateException("reference already released");
@@ -306,6 +372,12 @@ public final class AtomicHolder<T> implements AutoCloseable {
             return version.value;
         }
 
+        /**
+         * Gives this reference back; if it was the last of a version no longer current, the
+         * version's destroy action runs now, in this thread.
+         *
+         * @throws IllegalStateException when this reference was already released
+         */
         public void release() {
             if (released) {
                 throw new IllegalStateException("reference released twice");
@@ -314,10 +386,16 @@ public final class AtomicHolder<T> implements AutoCloseable {
             version.release();
         }
 
+        /**
+         * Whether this reference was given back.
+         *
+         * @return true once {@link #release()} or {@link #close()} ran
+         */
         public boolean isReleased() {
             return released;
         }
 
+        /** {@link #release()}, doing nothing when already released. */
         @Override
         public void close() {
             if (!released) {
@@ -325,6 +403,11 @@ public final class AtomicHolder<T> implements AutoCloseable {
             }
         }
 
+        /**
+         * A description for debugging.
+         *
+         * @return whether the reference is released, or the version it holds
+         */
         @Override
         public String toString() {
             return "Ref[" + (released ? "released" : HolderWord.toString(version.word)) + "]";

@@ -81,19 +81,63 @@ public final class Refshare implements AutoCloseable {
         }
     }
 
+    /**
+     * Opens refshare in this process with {@link RefshareConfig#defaults()}: files in
+     * {@code /dev/shm}, named with the prefix {@code refshare}.
+     *
+     * @return a new instance; close it when the process is done sharing
+     * @throws io.refshare.exceptions.RefshareException when the directory does not exist or its
+     *                                                  files cannot be created
+     * @see #open(RefshareConfig)
+     */
     public static Refshare open() {
         return open(RefshareConfig.defaults());
     }
 
+    /**
+     * Opens refshare in this process. Several instances may be open at once, on the same
+     * directory or on others; each has its own pool, limbo and files. In the background it
+     * removes files that processes which died left in the directory, as {@code refshare gc}
+     * does.
+     *
+     * @param config where the files live and how much this process may hold
+     * @return a new instance; close it when the process is done sharing
+     * @throws NullPointerException                     when {@code config} is null
+     * @throws IllegalArgumentException                 when the prefix is not 1 to 32 letters,
+     *                                                  digits or {@code _}
+     * @throws io.refshare.exceptions.RefshareException when the directory does not exist or its
+     *                                                  files cannot be created
+     */
     public static Refshare open(RefshareConfig config) {
         return new Refshare(config);
     }
 
+    /**
+     * The configuration this instance was opened with.
+     *
+     * @return the configuration
+     */
     public RefshareConfig config() {
         return config;
     }
 
-    /** A new contiguous tensor in shared memory (contents unspecified: pooled memory is reused). */
+    /**
+     * A new contiguous (row-major) tensor in host shared memory. Its contents are unspecified:
+     * pooled memory is reused, so write every element before sharing. A tensor with no
+     * elements still takes a block (of one byte) so that it can be shared like any other.
+     *
+     * @param dtype the element type
+     * @param shape the size of each dimension, outermost first; none for a scalar
+     * @return the tensor, holding one reference; close it when done
+     * @throws IllegalStateException       when this instance is closed
+     * @throws IllegalArgumentException    when the shape has a negative dimension, more than
+     *                                     {@value TensorLayout#MAX_RANK} dimensions, or more
+     *                                     bytes than a {@code long} counts
+     * @throws NullPointerException        when {@code dtype} or {@code shape} is null
+     * @throws io.refshare.exceptions.OutOfSharedMemoryException when
+     *         {@link RefshareConfig#capacityBytes()} would be exceeded or the directory is full,
+     *         even after freeing what the limbo and the cache could give back
+     */
     public Tensor allocate(DType dtype, long... shape) {
         TensorLayout layout = TensorLayout.contiguous(dtype, shape);
         return new Tensor(sharing.allocate(Math.max(1, layout.byteSpan())), layout);
@@ -103,9 +147,18 @@ public final class Refshare implements AutoCloseable {
      * A new contiguous tensor on {@code device}: {@link Device#HOST} (as {@link #allocate(DType, long...)}),
      * or the CUDA device of {@link RefshareConfig#cuda()} (pooled device memory, shared through
      * CUDA IPC; reach it through {@link #cuda()}). The first device allocation loads the driver.
+     * A device tensor's bytes are not addressable from the host: {@link Tensor#data()} throws.
      *
+     * @param device where the memory lives
+     * @param dtype  the element type
+     * @param shape  the size of each dimension, outermost first
+     * @return the tensor, holding one reference; close it when done
      * @throws io.refshare.cuda.CudaUnavailableException when there is no CUDA driver or no such device
-     * @throws IllegalArgumentException when {@code device} is another CUDA device than the configured one
+     * @throws IllegalArgumentException when {@code device} is another CUDA device than the configured
+     *                                  one, or the shape is invalid (see {@link #allocate(DType, long...)})
+     * @throws IllegalStateException    when this instance is closed
+     * @throws io.refshare.exceptions.OutOfSharedMemoryException when the device has no memory left,
+     *                                  even after freeing what the limbo and the cache could give back
      */
     public Tensor allocate(Device device, DType dtype, long... shape) {
         if (device.isHost()) {
@@ -124,18 +177,47 @@ public final class Refshare implements AutoCloseable {
      * This process's CUDA side: copies between host and device tensors, its stream, counts.
      * Loads the driver on first use.
      *
+     * @return the CUDA side of this instance, the same object on every call
      * @throws io.refshare.cuda.CudaUnavailableException when there is no CUDA driver or no such device
+     * @throws IllegalStateException                     when this instance is closed before the
+     *                                                   driver was ever loaded
      */
     public CudaSharing cuda() {
         return (CudaSharing) sharing.device();
     }
 
-    /** A new buffer of {@code bytes} bytes: a one-dimensional UINT8 tensor. */
+    /**
+     * A new buffer of {@code bytes} bytes: a one-dimensional {@link DType#UINT8} tensor, as
+     * {@link #allocate(DType, long...)} makes it.
+     *
+     * @param bytes the buffer's length, 0 or more
+     * @return the buffer, holding one reference; close it when done
+     * @throws IllegalStateException    when this instance is closed
+     * @throws IllegalArgumentException when {@code bytes} is negative
+     * @throws io.refshare.exceptions.OutOfSharedMemoryException as {@link #allocate(DType, long...)}
+     */
     public Tensor allocateBytes(long bytes) {
         return allocate(DType.UINT8, bytes);
     }
 
-    /** Counts one reference for a message carrying {@code tensor} and returns the message. */
+    /**
+     * Counts one reference for a message carrying {@code tensor} and returns the message: a
+     * few hundred bytes (at most 1024) to send to another process by any means. The memory then
+     * stays alive until the receiver closes what it received, however soon this process closes
+     * its tensor. Each call counts a reference of its own, so a message is received exactly
+     * once, in one process; one that will never be received must be given back with
+     * {@link #cancel(byte[])}, or its memory is not freed before this instance closes.
+     *
+     * <p>A received tensor can be shared onward; its producer's memory then lives until the
+     * last process it was forwarded to lets go. For a device tensor, the work queued on
+     * {@code cuda().stream()} before the call is ordered before the receiver's.
+     *
+     * @param tensor an open tensor of this instance, allocated or received here
+     * @return the message, for {@link #receive(byte[])} in any process using the same
+     *         directory and prefix
+     * @throws IllegalStateException when this instance or {@code tensor} is closed
+     * @throws NullPointerException  when {@code tensor} is null
+     */
     public byte[] share(Tensor tensor) {
         return DescriptorCodec.encode(shareDescriptor(tensor));
     }
@@ -204,8 +286,8 @@ public final class Refshare implements AutoCloseable {
     }
 
     /**
-     * Creates an empty holder with room for {@value SharedHolderLayout#DEFAULT_SLOTS} live
-     * versions and {@value SharedHolderLayout#DEFAULT_READERS} processes.
+     * Creates an empty holder with room for 64 live versions and 64 processes, as
+     * {@link #createHolder(int, int)}.
      *
      * @return the holder, with this process its creator
      * @throws IllegalStateException when this instance is closed
@@ -241,14 +323,26 @@ public final class Refshare implements AutoCloseable {
         return SharedHolder.open(this, name);
     }
 
-    /** True once {@link #close()} was called. */
+    /**
+     * Whether this instance is closed.
+     *
+     * @return true once {@link #close()} was called, from any thread
+     */
     public boolean isClosed() {
         return closed.get();
     }
 
     /**
      * Receives a message made by {@link #share} in any process; close the tensor when done.
+     * The tensor maps the producer's memory: its {@link Tensor#data()} is read-only. One that
+     * is never closed pins the producer's memory until this instance closes; a sample of
+     * received tensors (one in 128; every one with {@code -Drefshare.leakDetection=paranoid})
+     * is watched, and one of those found unreachable and unclosed is logged as a leak, with
+     * where it was received, and its reference given back.
      *
+     * @param message the bytes {@code share} returned, unchanged
+     * @return the tensor, holding the message's reference
+     * @throws IllegalStateException  when this instance is closed
      * @throws NullPointerException   when {@code message} is null
      * @throws InvalidDataException   when the bytes are not a message refshare made, or name
      *                                files that do not match it (nothing is taken)
@@ -256,7 +350,7 @@ public final class Refshare implements AutoCloseable {
      *                                counter file (every peer entry taken): nothing is taken,
      *                                the message can be received later or elsewhere
      * @throws RefshareException      when the message was already received or returned, or a
-     *                                file it names is unusable
+     *                                file it names is unusable (gone with its producer, say)
      */
     public Tensor receive(byte[] message) {
         Objects.requireNonNull(message, "message (the bytes share() returned)");
@@ -282,10 +376,16 @@ public final class Refshare implements AutoCloseable {
     }
 
     /**
-     * Returns the reference of a message that will never be received.
+     * Returns the reference of a message that will never be received: its transport failed,
+     * its receiver left. Any process that has the message may cancel it; once cancelled it
+     * can no longer be received.
      *
+     * @param message the bytes {@link #share} returned
+     * @return true when the reference was returned; false when the message was already
+     *         received or cancelled (then nothing changes)
      * @throws NullPointerException when {@code message} is null
      * @throws InvalidDataException when the bytes are not a message refshare made
+     * @throws RefshareException    when the counter file the message names is unusable
      */
     public boolean cancel(byte[] message) {
         Objects.requireNonNull(message, "message (the bytes share() returned)");
@@ -293,9 +393,12 @@ public final class Refshare implements AutoCloseable {
     }
 
     /**
-     * Frees the blocks in the limbo that no process uses any more; returns how many (those
-     * this call freed). On return the limbo holds only blocks still in use: a collection the
-     * background collector was running at the same time has finished too.
+     * Frees the blocks in the limbo that no process uses any more. A background collector
+     * does this by itself; call it before reading {@link #stats()}, or to get memory back at
+     * once. On return the limbo holds only blocks still in use: a collection the background
+     * collector was running at the same time has finished too.
+     *
+     * @return the blocks this call freed (not those the background collector freed meanwhile)
      */
     public int collect() {
         return sharing.collectAndSettle();
@@ -303,8 +406,10 @@ public final class Refshare implements AutoCloseable {
 
     /**
      * Frees what the limbo can and returns cached free memory to the system (removing the
-     * segment files that hold no block); returns the bytes given back. Allocation stays
-     * possible and grows again on demand.
+     * segment files that hold no block). Allocation stays possible and grows again on
+     * demand. For a process that is done with a burst of work and should shrink.
+     *
+     * @return the bytes of segments given back, host and device
      */
     public long trim() {
         return sharing.trim();
@@ -312,7 +417,14 @@ public final class Refshare implements AutoCloseable {
 
     /**
      * Waits until no block of this process is in the limbo (every consumer is done), up to
-     * {@code timeout}; true when it is empty.
+     * {@code timeout}, collecting as it polls (every millisecond). For an orderly shutdown:
+     * close the tensors, wait here, then {@link #close()}. Only blocks whose tensors this
+     * process has closed are in the limbo: one still open here is not waited for.
+     *
+     * @param timeout how long to wait; zero or negative checks once
+     * @return true when the limbo is empty, false when the timeout passed first
+     * @throws InterruptedException when the waiting thread is interrupted
+     * @throws NullPointerException when {@code timeout} is null
      */
     public boolean awaitLimboEmpty(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -356,7 +468,14 @@ public final class Refshare implements AutoCloseable {
     /**
      * Gives back every reference this process still holds (its peer entries in other
      * processes' counter files are freed), removes its files, and, when this was the last open
-     * instance of its directory in this process, gives up its life lock there. Idempotent.
+     * instance of its directory in this process, gives up its life lock there. Idempotent;
+     * safe from any thread.
+     *
+     * <p>Every tensor of this instance still open then reports {@link Tensor#isClosed()} and
+     * its data can no longer be read; queues and holders opened through it can no longer put,
+     * take, publish or acquire (close them first).
+     * Messages it shared that no process has received yet can then fail to be received (their
+     * files are gone): let consumers finish first ({@link #awaitLimboEmpty}).
      */
     @Override
     public void close() {

@@ -32,7 +32,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <caption>States of a queue's stream</caption>
  * <tr><th>State</th><th>Entered by</th><th>{@code put} / {@code offer}</th>
  *     <th>{@code take} / {@code poll}</th><th>{@code close}</th></tr>
- * <tr><td>OPEN</td><td>{@link #create}</td>
+ * <tr><td>OPEN</td><td>{@link Refshare#createQueue(int)}</td>
  *     <td>publish; when full, {@code put} waits and {@code offer} times out, also while no
  *     consumer is attached</td>
  *     <td>the next message; wait while empty</td>
@@ -44,8 +44,9 @@ import java.util.concurrent.atomic.LongAdder;
  *     <td>detaches</td></tr>
  * <tr><td>ENDED by the producers' death</td><td>a consumer that finds the queue empty,
  *     the creator DEAD and no producer attached that is alive or of unknown state (checked
- *     at least every 200 ms while waiting, so {@code take} ends within about a second);
- *     see {@link io.refshare.shm.Verdict}</td>
+ *     at least every 200 ms while waiting, so {@code take} ends within about a second); a
+ *     process counts as dead only on the kernel's evidence (its life lock in the directory
+ *     is free)</td>
  *     <td>{@link QueueClosedException}</td>
  *     <td>{@link ProducersGoneException} (a {@link QueueClosedException}), once drained</td>
  *     <td>detaches</td></tr>
@@ -84,7 +85,7 @@ public final class ShareQueue implements AutoCloseable {
     /** Pause between attempts once a poll has met that many rejections in a row. */
     private static final long PAUSE_AFTER_REJECTIONS_NANOS = 5_000_000L;
 
-    /** How long {@link #close()} waits for queued messages to be taken. */
+    /** How long {@link #close()} waits for queued messages to be taken: 10 seconds. */
     public static final Duration DEFAULT_LINGER = Duration.ofSeconds(10);
 
     private final Refshare refshare;
@@ -127,6 +128,12 @@ public final class ShareQueue implements AutoCloseable {
         }
     }
 
+    /**
+     * The queue's name, for other processes' {@link Refshare#openQueue(String)}. Answers after
+     * close too.
+     *
+     * @return the name of the queue's file in the shared directory
+     */
     public String name() {
         return queue.name();
     }
@@ -134,6 +141,14 @@ public final class ShareQueue implements AutoCloseable {
     /**
      * Shares {@code tensor} with one consumer, waiting while the queue is full. The caller
      * keeps its tensor and may close it at once: the memory lives until the consumer is done.
+     * The first put or offer puts this handle on the producer side (see the class comment).
+     *
+     * @param tensor an open tensor of this handle's {@code Refshare}, host or device
+     * @throws InterruptedException  when the waiting thread is interrupted; nothing is counted
+     * @throws QueueClosedException  when the stream has ended or this handle is closed; nothing
+     *                               is counted
+     * @throws IllegalStateException when {@code tensor} or the {@code Refshare} is closed
+     * @throws NullPointerException  when {@code tensor} is null
      */
     public void put(Tensor tensor) throws InterruptedException {
         if (!offer(tensor, Long.MAX_VALUE, TimeUnit.NANOSECONDS)) {
@@ -141,7 +156,20 @@ public final class ShareQueue implements AutoCloseable {
         }
     }
 
-    /** Like {@link #put}, giving up after {@code timeout}; false (and nothing counted) when it did. */
+    /**
+     * Like {@link #put}, giving up after {@code timeout}.
+     *
+     * @param tensor  an open tensor of this handle's {@code Refshare}, host or device
+     * @param timeout how long to wait for room; zero or negative does not wait
+     * @param unit    the unit of {@code timeout}
+     * @return true when the message is queued; false when the queue stayed full, and then
+     *         nothing is counted
+     * @throws InterruptedException  when the waiting thread is interrupted; nothing is counted
+     * @throws QueueClosedException  when the stream has ended or this handle is closed; nothing
+     *                               is counted
+     * @throws IllegalStateException when {@code tensor} or the {@code Refshare} is closed
+     * @throws NullPointerException  when {@code tensor} or {@code unit} is null
+     */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
         offered = true;
         Descriptor message = refshare.shareDescriptor(tensor);
@@ -170,12 +198,19 @@ public final class ShareQueue implements AutoCloseable {
     }
 
     /**
-     * The next tensor, waiting for one.
+     * The next tensor, waiting for one. It maps the producer's memory (its
+     * {@link Tensor#data()} is read-only) and holds the message's reference: close it when
+     * done. Messages that cannot be received are skipped (see {@link #rejected()}).
      *
+     * @return the tensor, never null
+     * @throws InterruptedException when the waiting thread is interrupted; no message is taken
      * @throws QueueClosedException at the end of the stream, once drained ({@link ProducersGoneException}
      *         when it ended because every producer died)
      * @throws ResourceLimitException if the message could not be taken for a resource limit; it was given
      *         back to the queue for another consumer
+     * @throws QueueClosedException also when this handle is closed
+     * @throws IllegalStateException when this handle's {@code Refshare} is closed (close the
+     *         queue handle first)
      */
     public Tensor take() throws InterruptedException {
         Tensor t;
@@ -190,6 +225,19 @@ public final class ShareQueue implements AutoCloseable {
      * the queue, damaged cells included (past the deadline it only skips up to
      * {@value #REJECTIONS_PAST_DEADLINE} more rejected messages, each a quick failure).
      * Throws as {@link #take()}.
+     *
+     * @param timeout how long to wait for a message; zero or negative takes one only if it is
+     *                there now
+     * @param unit    the unit of {@code timeout}
+     * @return the tensor, as {@code take} returns it, or null when none came in time
+     * @throws InterruptedException   when the waiting thread is interrupted; no message is taken
+     * @throws QueueClosedException   at the end of the stream, once drained, or when this handle
+     *                                is closed ({@link ProducersGoneException} when every
+     *                                producer died)
+     * @throws ResourceLimitException as {@link #take()}: the message went back to the queue
+     * @throws IllegalStateException  when this handle's {@code Refshare} is closed (close the
+     *                                queue handle first)
+     * @throws NullPointerException   when {@code unit} is null
      */
     public Tensor poll(long timeout, TimeUnit unit) throws InterruptedException {
         long deadline = System.nanoTime() + Math.max(0, unit.toNanos(timeout));
@@ -219,12 +267,22 @@ public final class ShareQueue implements AutoCloseable {
         }
     }
 
-    /** Ends the stream: no more puts from anyone; consumers drain what is left. Idempotent. */
+    /**
+     * Ends the stream: no more puts from anyone; consumers drain what is left and then get
+     * {@link QueueClosedException}. Any handle may end it, a consumer's too. Idempotent.
+     *
+     * @throws QueueClosedException when this handle is closed
+     */
     public void endOfStream() {
         queue.markClosed();
     }
 
-    /** Messages taken from the queue that could not be received (malformed, hostile, stale). */
+    /**
+     * Messages this handle took from the queue and could not receive (malformed, hostile,
+     * stale), or, at close, could not return.
+     *
+     * @return the count since this handle was opened
+     */
     public long rejected() {
         return rejected.sum();
     }
@@ -234,6 +292,7 @@ public final class ShareQueue implements AutoCloseable {
      * move it).
      *
      * @return 0 .. the queue's capacity
+     * @throws QueueClosedException when this handle is closed
      */
     public int size() {
         return queue.stats().size();
@@ -256,7 +315,13 @@ public final class ShareQueue implements AutoCloseable {
      * also ones that have not attached yet, can take them: once this process closes its
      * {@code Refshare}, messages not yet received could no longer be. If it is then the producer
      * side's last handle and no consumer is attached, the stream ends and the messages left are
-     * returned, with a warning naming how many. {@code Duration.ZERO} does not wait. Idempotent.
+     * returned, with a warning naming how many. {@code Duration.ZERO} does not wait. Idempotent;
+     * a second call, with any {@code linger}, does nothing. Calls of this handle blocked in
+     * other threads fail with {@link QueueClosedException}.
+     *
+     * @param linger how long a producer-side handle waits for queued messages to be taken
+     * @throws NullPointerException when {@code linger} is null and this handle is on the
+     *                              producer side
      */
     public void close(Duration linger) {
         if (!closed.compareAndSet(false, true)) {
@@ -302,6 +367,11 @@ public final class ShareQueue implements AutoCloseable {
         }
     }
 
+    /**
+     * A description for logs.
+     *
+     * @return {@code ShareQueue[name]}
+     */
     @Override
     public String toString() {
         return "ShareQueue[" + queue.name() + "]";

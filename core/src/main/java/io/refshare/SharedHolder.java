@@ -32,7 +32,7 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <pre>{@code
  * // publisher process
- * try (Refshare rs = Refshare.open(); SharedHolder weights = SharedHolder.create(rs)) {
+ * try (Refshare rs = Refshare.open(); SharedHolder weights = rs.createHolder()) {
  *     tellWorkers(weights.name());
  *     while (training) {
  *         try (Tensor w = rs.allocate(DType.FLOAT32, 4096, 4096)) {
@@ -43,7 +43,7 @@ import java.util.concurrent.atomic.LongAdder;
  * }
  *
  * // worker process
- * try (Refshare rs = Refshare.open(); SharedHolder weights = SharedHolder.open(rs, name)) {
+ * try (Refshare rs = Refshare.open(); SharedHolder weights = rs.openHolder(name)) {
  *     while (serving) {
  *         try (Tensor w = weights.acquire()) {   // the current version, mapped zero-copy
  *             infer(w.data());
@@ -56,7 +56,7 @@ import java.util.concurrent.atomic.LongAdder;
  * {@link #publish} shares the tensor once: one token in the publisher's counter file keeps
  * its memory alive (the publisher may close its tensor at once; the block then waits in
  * its limbo). The version's descriptor goes into a slot of the holder file, and the
- * holder's differential count ({@link HolderFile}) counts every reader's acquisition.
+ * holder's differential count (as in {@link AtomicHolder}) counts every reader's acquisition.
  * When a version is no longer current and its last reader anywhere releases it, that
  * reader (or the publisher that replaced it, if nobody held it) returns the token; the
  * publisher's collector then frees the memory. Acquire maps the block through the
@@ -79,7 +79,7 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <h2>Attribution and dead readers</h2>
  * Each process that opens the holder has a row in its file, named by pid and start
- * time, counting the references it holds per version ({@link SharedHolderLayout}).
+ * time, counting the references it holds per version.
  * {@link #reclaimDeadReaders()} gives back the references of processes that died, exactly
  * once; it runs by itself on the creating process's background collector every
  * housekeeping round (100 ms), so an old version a killed reader held is freed without any
@@ -99,8 +99,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <h2>Implementation notes</h2>
  * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
- * transiently negative and the memory-ordering argument are {@link HolderFile}'s (and
- * {@link AtomicHolder}'s). This class adds the handle's own lifetime: {@code uses} counts
+ * transiently negative and the memory-ordering argument are those of the engine's
+ * {@code HolderFile} (and {@link AtomicHolder}'s), and the file layout is specified in
+ * {@code docs/protocol.md}. This class adds the handle's own lifetime: {@code uses} counts
  * the operations in progress on the mapping, each acquired tensor counting until its
  * release, and gains {@code CLOSED} (a high bit) when the handle closes; an operation
  * enters by an increment and backs out if it saw {@code CLOSED}, so the mapping is unmapped
@@ -229,6 +230,12 @@ public final class SharedHolder implements AutoCloseable {
         return r;
     }
 
+    /**
+     * The holder's name, for other processes' {@link Refshare#openHolder(String)}. Answers
+     * after close too.
+     *
+     * @return the name of the holder's file in the shared directory
+     */
     public String name() {
         return shm.name();
     }
@@ -239,9 +246,17 @@ public final class SharedHolder implements AutoCloseable {
      * for as long as the version lives; the caller keeps its tensor and may close it. A
      * device tensor is ordered for readers like any send: its work queued on
      * {@code rs.cuda().stream()} before the publish is done before a reader's work on its own.
+     * Any handle may publish, in any process. Versions live in the publisher's memory (see
+     * Lifecycle in the class comment).
      *
-     * @throws IllegalStateException when the holder is closed, or all version slots hold
-     *                               versions that live readers still use
+     * @param tensor an open tensor of this handle's {@code Refshare}, host or device; the same
+     *               tensor published twice is two versions
+     * @return the new version's sequence number
+     * @throws IllegalStateException when this handle, the holder (by its creator) or the
+     *                               {@code Refshare} is closed, or {@code tensor} is closed, or
+     *                               all version slots hold versions that live readers still use
+     *                               (after reclaiming those of dead readers); nothing is counted
+     * @throws NullPointerException  when {@code tensor} is null
      */
     public long publish(Tensor tensor) {
         enter();
@@ -294,7 +309,22 @@ public final class SharedHolder implements AutoCloseable {
     /**
      * A reference to the current version, mapped zero-copy (a device tensor for a device
      * version: this process's {@code Refshare} must be able to use that CUDA device); null
-     * when nothing is published. Closing the tensor releases it. Thread-safe.
+     * when nothing is published, the holder was cleared, or its creator closed it. Closing the
+     * tensor releases it. Thread-safe.
+     *
+     * <p>The tensor is the publisher's memory: its {@link Tensor#data()} is read-only. It
+     * stays valid after this handle closes, until it is closed or its {@code Refshare} is. A
+     * tensor never closed keeps its version alive until this process dies and its references
+     * are reclaimed.
+     *
+     * @return the current version, holding one reference; or null
+     * @throws IllegalStateException when this handle or its {@code Refshare} is closed
+     * @throws io.refshare.cuda.CudaUnavailableException when the version is device memory and
+     *                               this process cannot use CUDA
+     * @throws RefshareException     when the version cannot be mapped (its file gone with its
+     *                               publisher, say), or the holder file holds a descriptor that
+     *                               does not decode ({@link InvalidDataException}: written by
+     *                               something other than refshare)
      */
     public Tensor acquire() {
         enter();
@@ -394,7 +424,12 @@ public final class SharedHolder implements AutoCloseable {
     /**
      * Gives back every reference held by processes that died (exactly once, whoever else
      * tries at the same time) and returns how many. Versions whose last reference that was
-     * are retired.
+     * are retired. A process counts as dead only on the kernel's evidence (its life lock is
+     * free); one whose state cannot be known keeps its references. The creator's handle does
+     * this by itself every 100 ms, so calling it is rarely needed.
+     *
+     * @return the references given back by this call
+     * @throws IllegalStateException when this handle is closed
      */
     public long reclaimDeadReaders() {
         enter();
@@ -426,7 +461,13 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
-    /** Empties the holder: the current version is retired once nobody holds it. */
+    /**
+     * Empties the holder: acquires return null until the next publish, and the current
+     * version is retired once nobody holds it. Any handle may clear it. Doing it twice does
+     * nothing more.
+     *
+     * @throws IllegalStateException when this handle is closed
+     */
     public void clear() {
         enter();
         try {
@@ -436,7 +477,11 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
-    /** True once this handle is closed, or the creator closed the holder. */
+    /**
+     * Whether this handle, or the holder, is closed: either way no publish succeeds.
+     *
+     * @return true once this handle is closed, or the creator closed the holder
+     */
     public boolean isClosed() {
         if ((uses.incrementAndGet() & CLOSED) != 0) {
             leave();
@@ -449,7 +494,12 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
-    /** The holder's figures now; after {@link #close()}, as they were when it closed. */
+    /**
+     * The holder's figures now, read from its file (a moment's figures: concurrent
+     * operations move them); after {@link #close()}, as they were when it closed.
+     *
+     * @return the figures
+     */
     public Stats stats() {
         if ((uses.incrementAndGet() & CLOSED) != 0) {
             leave();
@@ -484,6 +534,19 @@ public final class SharedHolder implements AutoCloseable {
      */
     public record Stats(long published, long retired, long reclaimed, int liveVersions,
                         List<Long> readers, long retiredHere, long anomalies) {
+        /**
+         * Figures as given, the list of readers copied.
+         *
+         * @param published    versions installed so far
+         * @param retired      versions whose last reference went
+         * @param reclaimed    references given back on behalf of dead processes
+         * @param liveVersions versions alive now
+         * @param readers      the process ids of the processes with a row
+         * @param retiredHere  versions this handle retired
+         * @param anomalies    retirements that found the token already returned or the
+         *                     descriptor corrupt
+         * @throws NullPointerException when {@code readers} is or holds null
+         */
         public Stats {
             readers = List.copyOf(readers);
         }
@@ -491,7 +554,9 @@ public final class SharedHolder implements AutoCloseable {
 
     /**
      * Detaches this handle; the creator's close also empties the holder, stops publishes
-     * everywhere and removes its name. Idempotent.
+     * everywhere and removes its name (handles already open can still acquire what is left:
+     * nothing, once it is emptied). Tensors this handle acquired stay valid until closed.
+     * Idempotent; safe from any thread.
      */
     @Override
     public void close() {
@@ -553,6 +618,11 @@ public final class SharedHolder implements AutoCloseable {
         }
     }
 
+    /**
+     * A description for logs.
+     *
+     * @return the holder's name, and whether this handle created it
+     */
     @Override
     public String toString() {
         return "SharedHolder[" + name() + (creator ? ", creator" : "") + "]";

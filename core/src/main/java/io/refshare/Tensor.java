@@ -15,9 +15,13 @@ import java.util.Locale;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A typed, shaped view ({@link TensorLayout}) over a {@link Storage}. Views made with
- * {@link #slice}, {@link #select}, {@link #transpose} or {@link #reshape} share the storage
- * and are shared with other processes as the same block.
+ * A typed, shaped view ({@link TensorLayout}) over a block of memory: host shared memory,
+ * or CUDA device memory ({@link #isCuda()}). Tensors come from {@link Refshare#allocate},
+ * {@link Refshare#receive}, {@link ShareQueue#take} and {@link SharedHolder#acquire}. Views
+ * made with {@link #view}, {@link #narrow}, {@link #slice}, {@link #select},
+ * {@link #transpose} or {@link #reshape} share the block and are shared with other
+ * processes as the same block. The metadata ({@link #layout()}, {@link #dtype()},
+ * {@link #shape()}, {@link #elementCount()}) stays readable after close.
  *
  * <h2>Lifecycle</h2>
  * Each tensor holds one reference to its storage; {@link #close()} gives it back. The
@@ -40,8 +44,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Elements are little-endian (the wire format's order, and the native order of every machine
  * refshare runs on). A received tensor's {@link #data()} is read-only: its bytes are another
  * process's memory, which every other receiver sees (a write through it throws
- * {@link IllegalArgumentException}, the JDK's answer for a read-only segment);
- * {@link #writableData()} is there for protocols that really mean to write into it.
+ * {@link IllegalArgumentException}, the JDK's answer for a read-only segment); so is that of a
+ * tensor acquired from a {@link SharedHolder}. {@link #writableData()} is there for protocols
+ * that really mean to write into it. The host cannot address device memory: for a CUDA
+ * tensor, {@link #data()} and the element accessors throw
+ * {@link UnsupportedOperationException}; copy it through {@link Refshare#cuda()}.
  */
 public final class Tensor implements AutoCloseable {
     private final Storage storage;
@@ -66,25 +73,49 @@ public final class Tensor implements AutoCloseable {
         this.leakWatch = watchForLeaks ? LeakDetector.watch(this, storage::release, storage.byteSize()) : null;
     }
 
+    /**
+     * The element type, shape, strides and offset of this view. Readable after close.
+     *
+     * @return the layout, immutable
+     */
     public TensorLayout layout() {
         return layout;
     }
 
+    /**
+     * The element type. Readable after close.
+     *
+     * @return {@code layout().dtype()}
+     */
     public DType dtype() {
         return layout.dtype();
     }
 
+    /**
+     * The size of each dimension, outermost first. Readable after close.
+     *
+     * @return a fresh copy, so changing it changes nothing here
+     */
     public long[] shape() {
         return layout.shape();
     }
 
+    /**
+     * The number of elements: the product of the shape. Readable after close.
+     *
+     * @return the count; 1 for a rank-0 tensor, 0 when a dimension is 0
+     */
     public long elementCount() {
         return layout.elementCount();
     }
 
     /**
      * The storage this tensor views; valid while the tensor is open. Internal: for the CUDA
-     * backend until its tensor operations move up beside this class.
+     * backend until its tensor operations move up beside this class. Its type is in a package
+     * this module does not export, so code outside refshare cannot use it.
+     *
+     * @return the storage, without a reference of its own: do not use it past {@link #close()}
+     * @throws IllegalStateException once this tensor, or its {@code Refshare}, is closed
      */
     public Storage storage() {
         ensureOpen();
@@ -93,10 +124,16 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * The bytes this tensor addresses: from its first element to one past its last, in
-     * storage order. For a contiguous tensor that is exactly its elements. Read-only for a
-     * received tensor.
+     * storage order. For a contiguous tensor that is exactly its elements; for a strided view
+     * it includes the elements between them that the view skips. Read-only for a received
+     * tensor and one acquired from a {@link SharedHolder}. Empty when the tensor is.
      *
-     * @throws IllegalStateException once this tensor, or its {@code Refshare}, is closed
+     * <p>The segment is not tied to this tensor's lifetime: it must not be used after
+     * {@link #close()}, when the memory may already be reused or unmapped.
+     *
+     * @return the bytes, little-endian elements
+     * @throws IllegalStateException         once this tensor, or its {@code Refshare}, is closed
+     * @throws UnsupportedOperationException for a CUDA tensor: the host cannot address its memory
      */
     public MemorySegment data() {
         ensureOpen();
@@ -105,7 +142,12 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * Like {@link #data()}, but writable also for a received tensor: writes land in the
-     * producer's memory, seen by every process that holds it.
+     * producer's memory, seen by every process that holds it, with no synchronization (the
+     * processes must agree among themselves who writes when).
+     *
+     * @return the bytes, writable
+     * @throws IllegalStateException         once this tensor, or its {@code Refshare}, is closed
+     * @throws UnsupportedOperationException for a CUDA tensor: the host cannot address its memory
      */
     public MemorySegment writableData() {
         ensureOpen();
@@ -117,7 +159,16 @@ public final class Tensor implements AutoCloseable {
         return memory.asSlice(start, layout.byteSpan() - start);
     }
 
-    /** {@link #data()} as a little-endian {@link ByteBuffer} (the JDK's default order is big-endian). */
+    /**
+     * {@link #data()} as a {@link ByteBuffer}, its order set to little-endian (the JDK's
+     * default is big-endian, which would misread every multi-byte element). Same lifetime
+     * rule as {@code data()}: not to be used after {@link #close()}.
+     *
+     * @return a buffer over the same bytes, read-only where {@code data()} is
+     * @throws IllegalStateException         once this tensor, or its {@code Refshare}, is closed
+     * @throws UnsupportedOperationException for a CUDA tensor, or one whose bytes exceed what a
+     *                                       {@code ByteBuffer} can hold (2 GiB)
+     */
     public ByteBuffer asByteBuffer() {
         return data().asByteBuffer().order(ByteOrder.LITTLE_ENDIAN);
     }
@@ -126,7 +177,12 @@ public final class Tensor implements AutoCloseable {
      * The element at {@code index} of a floating-point tensor as a {@code float}: float16 and
      * bfloat16 widened exactly, float64 rounded.
      *
-     * @throws UnsupportedOperationException for a tensor of another dtype
+     * @param index one index per dimension (none for a rank-0 tensor)
+     * @return the element's value
+     * @throws UnsupportedOperationException for a tensor of another dtype, or a CUDA tensor
+     * @throws IllegalArgumentException      when {@code index} has not one entry per dimension
+     * @throws IndexOutOfBoundsException     when an index is outside its dimension
+     * @throws IllegalStateException         once this tensor, or its {@code Refshare}, is closed
      */
     public float getFloat(long... index) {
         MemorySegment m = storage().memory();
@@ -141,10 +197,16 @@ public final class Tensor implements AutoCloseable {
 
     /**
      * Stores {@code value} at {@code index} of a floating-point tensor, rounded to nearest even
-     * for float16 and bfloat16 (as PyTorch converts).
+     * for float16 and bfloat16 (as PyTorch converts), widened exactly for float64.
      *
-     * @throws UnsupportedOperationException for a tensor of another dtype
-     * @throws IllegalArgumentException      for a received tensor, whose {@link #data()} is read-only
+     * @param value the value to store
+     * @param index one index per dimension (none for a rank-0 tensor)
+     * @throws UnsupportedOperationException for a tensor of another dtype, or a CUDA tensor
+     * @throws IllegalArgumentException      for a received tensor, whose {@link #data()} is
+     *                                       read-only, or when {@code index} has not one entry
+     *                                       per dimension
+     * @throws IndexOutOfBoundsException     when an index is outside its dimension
+     * @throws IllegalStateException         once this tensor, or its {@code Refshare}, is closed
      */
     public void setFloat(float value, long... index) {
         MemorySegment m = storage().memory();
@@ -183,7 +245,15 @@ public final class Tensor implements AutoCloseable {
         return layout.byteOffset() + offsetOf(index);
     }
 
-    /** Byte offset of an element within {@link #data()}. */
+    /**
+     * Where an element lies within {@link #data()}, for reading it with a
+     * {@link ValueLayout}. Needs no open tensor: it is arithmetic on the layout.
+     *
+     * @param index one index per dimension (none for a rank-0 tensor)
+     * @return the element's byte offset from the start of {@code data()}
+     * @throws IllegalArgumentException  when {@code index} has not one entry per dimension
+     * @throws IndexOutOfBoundsException when an index is outside its dimension
+     */
     public long offsetOf(long... index) {
         if (index.length != layout.rank()) {
             throw new IllegalArgumentException("index of rank " + index.length + " for a tensor of rank " + layout.rank());
@@ -205,10 +275,15 @@ public final class Tensor implements AutoCloseable {
      * of {@link #narrow}, {@link #select}, {@link #transpose} and {@link #reshape}, like
      * PyTorch's {@code as_strided}.
      *
+     * <p>The layout's offset and strides count from the start of the memory block, not from
+     * this view's first element: take them from {@link #layout()} to stay relative to it.
+     *
      * @param layout the view's element type, shape, strides and offset
-     * @return the view
-     * @throws IllegalArgumentException when {@code layout} addresses bytes outside the memory
-     * @throws IllegalStateException    once this tensor, or its {@code Refshare}, is closed
+     * @return the view, open however this tensor is closed later
+     * @throws io.refshare.exceptions.InvalidDataException when {@code layout} addresses bytes
+     *                                                     outside the memory
+     * @throws IllegalStateException once this tensor, or its {@code Refshare}, is closed
+     * @throws NullPointerException  when {@code layout} is null
      */
     public Tensor view(TensorLayout layout) {
         ensureOpen();
@@ -221,33 +296,98 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
-    /** True when this tensor's memory is CUDA device memory, false for host shared memory. */
+    /**
+     * Where this tensor's memory is. Answers after close too.
+     *
+     * @return true for CUDA device memory, false for host shared memory
+     */
     public boolean isCuda() {
         return storage.backend() == Backend.CUDA;
     }
 
-    /** {@code length} elements from {@code start} along {@code dim}, a view (PyTorch's {@code narrow}). */
+    /**
+     * {@code length} elements from {@code start} along {@code dim}, a view (PyTorch's
+     * {@code narrow}); see {@link #view} for how views are held and closed.
+     *
+     * @param dim    the dimension, 0 .. rank - 1
+     * @param start  the first element taken
+     * @param length how many elements; 0 gives an empty view
+     * @return the view
+     * @throws IllegalArgumentException when the range is not within the dimension, or
+     *                                  {@code dim} does not exist
+     * @throws IllegalStateException    once this tensor, or its {@code Refshare}, is closed
+     */
     public Tensor narrow(int dim, long start, long length) {
         return view(layout().narrow(dim, start, length));
     }
 
+    /**
+     * Elements {@code start} (inclusive) to {@code end} (exclusive) along {@code dim}, a view
+     * (Python's {@code t[start:end]}, without negative indices); see {@link #view} for how
+     * views are held and closed.
+     *
+     * @param dim   the dimension, 0 .. rank - 1
+     * @param start the first element taken
+     * @param end   one past the last element taken
+     * @return the view
+     * @throws IllegalArgumentException unless {@code 0 <= start <= end <= shape[dim]} and
+     *                                  {@code dim} exists
+     * @throws IllegalStateException    once this tensor, or its {@code Refshare}, is closed
+     */
     public Tensor slice(int dim, long start, long end) {
         return view(layout().slice(dim, start, end));
     }
 
+    /**
+     * The view one rank lower at {@code index} along {@code dim} (PyTorch's {@code select});
+     * see {@link #view} for how views are held and closed.
+     *
+     * @param dim   the dimension removed, 0 .. rank - 1
+     * @param index the position kept along it
+     * @return the view
+     * @throws IllegalArgumentException when {@code index} is outside the dimension, or
+     *                                  {@code dim} does not exist
+     * @throws IllegalStateException    once this tensor, or its {@code Refshare}, is closed
+     */
     public Tensor select(int dim, long index) {
         return view(layout().select(dim, index));
     }
 
+    /**
+     * The view with dimensions {@code a} and {@code b} swapped (no data moves: only the
+     * strides are exchanged, so the result is usually not contiguous); see {@link #view} for
+     * how views are held and closed.
+     *
+     * @param a one dimension, 0 .. rank - 1
+     * @param b the other; equal to {@code a} gives a view of the same layout
+     * @return the view
+     * @throws IllegalArgumentException when a dimension does not exist
+     * @throws IllegalStateException    once this tensor, or its {@code Refshare}, is closed
+     */
     public Tensor transpose(int a, int b) {
         return view(layout().transpose(a, b));
     }
 
+    /**
+     * The same elements in a new shape, a view; at most one dimension may be -1 and is then
+     * inferred. See {@link #view} for how views are held and closed.
+     *
+     * @param shape the new shape
+     * @return the view
+     * @throws IllegalStateException    when this tensor is not contiguous (reshaping it would
+     *                                  need a copy), or once it or its {@code Refshare} is closed
+     * @throws IllegalArgumentException when the new shape does not hold the same number of elements
+     */
     public Tensor reshape(long... shape) {
         return view(layout().reshape(shape));
     }
 
-    /** True once {@link #close()} was called or the {@code Refshare} this tensor belongs to was closed. */
+    /**
+     * Whether this tensor can no longer be read.
+     *
+     * @return true once {@link #close()} was called or the {@code Refshare} this tensor belongs
+     *         to was closed
+     */
     public boolean isClosed() {
         return closed.get() || storage.isDetached();
     }
@@ -279,6 +419,12 @@ public final class Tensor implements AutoCloseable {
         }
     }
 
+    /**
+     * A description for logs: dtype, shape, strides and offset when not the defaults, where
+     * the memory is, and whether the tensor is closed. Never the contents.
+     *
+     * @return the description
+     */
     @Override
     public String toString() {
         return "Tensor[" + layout.dtype().numpyName() + " " + Arrays.toString(layout.shape())

@@ -2,8 +2,8 @@ package io.refshare;
 
 /**
  * How a queue handle waits for a message (a consumer) or for room (a producer), chosen per
- * handle ({@link ShareQueue#create(io.refshare.Refshare, int, WaitStrategy)},
- * {@link ShareQueue#open(io.refshare.Refshare, String, WaitStrategy)}). Either way a waiter
+ * handle ({@link Refshare#createQueue(int, WaitStrategy)},
+ * {@link Refshare#openQueue(String, WaitStrategy)}). Either way a waiter
  * still sweeps up after dead participants and notices the end of the stream; only how it
  * spends the time in between differs.
  */

@@ -8,6 +8,11 @@ package io.refshare.exceptions;
  * decision.
  */
 public class QueueClosedException extends RefshareException {
+    /**
+     * An exception naming the queue and why it is closed.
+     *
+     * @param message the detail message
+     */
     public QueueClosedException(String message) {
         super(message);
     }

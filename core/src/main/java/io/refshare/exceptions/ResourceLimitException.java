@@ -7,6 +7,11 @@ package io.refshare.exceptions;
  * The message names the limit and how to raise it.
  */
 public class ResourceLimitException extends RefshareException {
+    /**
+     * An exception naming the exhausted resource and how to raise its limit.
+     *
+     * @param message the detail message
+     */
     public ResourceLimitException(String message) {
         super(message);
     }

@@ -36,7 +36,15 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
     public static final int MAX_RANK = 16;
 
     /**
+     * A layout as given, checked to be sane; the arrays are copied.
+     *
+     * @param dtype         element type
+     * @param shape         size of each dimension, outermost first
+     * @param strides       distance in elements between neighbours along each dimension, one
+     *                      per dimension
+     * @param storageOffset element index in the block of element {@code [0, 0, ...]}
      * @throws IllegalArgumentException when the layout is not sane (see the class comment)
+     * @throws NullPointerException     when {@code dtype}, {@code shape} or {@code strides} is null
      */
     public TensorLayout {
         Objects.requireNonNull(dtype, "dtype");
@@ -83,7 +91,17 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         }
     }
 
-    /** A dense row-major layout at storage offset 0. */
+    /**
+     * A dense row-major layout at storage offset 0: what {@code numpy.empty(shape)} and
+     * {@code torch.empty(shape)} make.
+     *
+     * @param dtype element type
+     * @param shape size of each dimension, outermost first; none for a scalar
+     * @return the layout
+     * @throws IllegalArgumentException when the shape has a negative dimension, more than
+     *                                  {@value #MAX_RANK} dimensions, or too many elements
+     * @throws NullPointerException     when {@code dtype} or {@code shape} is null
+     */
     public static TensorLayout contiguous(DType dtype, long... shape) {
         return new TensorLayout(dtype, shape, contiguousStrides(shape), 0);
     }
@@ -92,6 +110,8 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
      * Row-major strides for {@code shape}. A 0 dimension counts as 1, as in PyTorch, so the
      * strides stay meaningful (and finite) for empty shapes.
      *
+     * @param shape size of each dimension, outermost first
+     * @return the strides, in elements: the last is 1
      * @throws IllegalArgumentException when the shape has a negative dimension or too many elements
      */
     public static long[] contiguousStrides(long... shape) {
@@ -112,33 +132,62 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         return strides;
     }
 
-    /** A copy of the shape. */
+    /**
+     * The size of each dimension, outermost first.
+     *
+     * @return a copy of the shape, so changing it changes nothing here
+     */
     @Override
     public long[] shape() {
         return shape.clone();
     }
 
-    /** A copy of the strides, in elements. */
+    /**
+     * The distance in elements between neighbours along each dimension.
+     *
+     * @return a copy of the strides, so changing it changes nothing here
+     */
     @Override
     public long[] strides() {
         return strides.clone();
     }
 
+    /**
+     * The number of dimensions.
+     *
+     * @return 0 (a scalar) .. {@value #MAX_RANK}
+     */
     public int rank() {
         return shape.length;
     }
 
-    /** Size of one dimension, without copying the shape. */
+    /**
+     * Size of one dimension, without copying the shape.
+     *
+     * @param dim the dimension, 0 .. rank - 1
+     * @return its size
+     * @throws IndexOutOfBoundsException when {@code dim} does not exist
+     */
     public long shape(int dim) {
         return shape[Objects.checkIndex(dim, shape.length)];
     }
 
-    /** Stride of one dimension in elements, without copying the strides. */
+    /**
+     * Stride of one dimension in elements, without copying the strides.
+     *
+     * @param dim the dimension, 0 .. rank - 1
+     * @return its stride
+     * @throws IndexOutOfBoundsException when {@code dim} does not exist
+     */
     public long stride(int dim) {
         return strides[Objects.checkIndex(dim, strides.length)];
     }
 
-    /** Number of elements (1 for rank 0). */
+    /**
+     * Number of elements: the product of the shape.
+     *
+     * @return the count; 1 for rank 0, 0 when a dimension is 0
+     */
     public long elementCount() {
         long count = 1;
         for (long d : shape) {
@@ -147,6 +196,11 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         return count;
     }
 
+    /**
+     * Whether the layout addresses no element.
+     *
+     * @return true when a dimension is 0
+     */
     public boolean isEmpty() {
         for (long d : shape) {
             if (d == 0) {
@@ -156,7 +210,11 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         return false;
     }
 
-    /** Byte position in the block of element {@code [0, 0, ...]}. */
+    /**
+     * Byte position in the block of element {@code [0, 0, ...]}.
+     *
+     * @return {@code storageOffset * dtype.byteSize()}
+     */
     public long byteOffset() {
         return storageOffset * dtype.byteSize();
     }
@@ -166,6 +224,8 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
      * last addressed element. An empty layout addresses nothing, but its storage offset
      * must still lie within the block (numpy refuses an offset beyond its buffer), so its
      * span is {@link #byteOffset()}.
+     *
+     * @return the bytes needed, counted from the start of the block
      */
     public long byteSpan() {
         if (isEmpty()) {
@@ -175,8 +235,10 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
     }
 
     /**
-     * Checks that this layout stays within a block of {@code storageBytes} bytes.
+     * Checks that this layout stays within a block of {@code storageBytes} bytes: that its
+     * {@link #byteSpan()} is at most that.
      *
+     * @param storageBytes the block's length in bytes
      * @throws InvalidDataException when it addresses bytes beyond the block
      */
     public void checkFits(long storageBytes) {
@@ -190,7 +252,9 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
     /**
      * True when the elements are dense and row-major from the storage offset on, as in
      * PyTorch's {@code is_contiguous()}: strides of dimensions of size 1 do not matter, and
-     * an empty layout is contiguous.
+     * an empty layout is contiguous. Only a contiguous layout can be reshaped.
+     *
+     * @return true when contiguous
      */
     public boolean isContiguous() {
         if (isEmpty()) {
@@ -208,7 +272,16 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         return true;
     }
 
-    /** Elements {@code start} (inclusive) to {@code end} (exclusive) along {@code dim}. */
+    /**
+     * Elements {@code start} (inclusive) to {@code end} (exclusive) along {@code dim}, as
+     * Python's {@code t[start:end]} without negative indices.
+     *
+     * @param dim   the dimension, 0 .. rank - 1
+     * @param start the first element taken
+     * @param end   one past the last element taken
+     * @return the view's layout
+     * @throws IllegalArgumentException unless {@code dim} exists and {@code 0 <= start <= end <= shape(dim)}
+     */
     public TensorLayout slice(int dim, long start, long end) {
         return slice(dim, start, end, 1);
     }
@@ -217,7 +290,13 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
      * Every {@code step}-th element from {@code start} (inclusive) to {@code end} (exclusive)
      * along {@code dim}, as Python's {@code t[start:end:step]}.
      *
-     * @throws IllegalArgumentException unless {@code 0 <= start <= end <= shape(dim)} and {@code step >= 1}
+     * @param dim   the dimension, 0 .. rank - 1
+     * @param start the first element taken
+     * @param end   the bound, exclusive
+     * @param step  the distance between taken elements, 1 or more
+     * @return the view's layout
+     * @throws IllegalArgumentException unless {@code dim} exists, {@code 0 <= start <= end <= shape(dim)}
+     *                                  and {@code step >= 1}
      */
     public TensorLayout slice(int dim, long start, long end, long step) {
         checkDim(dim);
@@ -238,7 +317,15 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         return view(newShape, newStrides, start * strides[dim]);
     }
 
-    /** {@code length} elements from {@code start} along {@code dim} (PyTorch's {@code narrow}). */
+    /**
+     * {@code length} elements from {@code start} along {@code dim} (PyTorch's {@code narrow}).
+     *
+     * @param dim    the dimension, 0 .. rank - 1
+     * @param start  the first element taken
+     * @param length how many elements; 0 gives an empty layout
+     * @return the view's layout
+     * @throws IllegalArgumentException unless {@code dim} exists and the range lies within it
+     */
     public TensorLayout narrow(int dim, long start, long length) {
         if (length < 0 || start < 0 || start > Long.MAX_VALUE - length) {
             throw new IllegalArgumentException("narrow(" + dim + ", " + start + ", " + length + "): negative or too large");
@@ -249,6 +336,11 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
     /**
      * The layout one rank lower at {@code index} along {@code dim} (PyTorch's {@code select},
      * numpy's {@code t[..., index, ...]}).
+     *
+     * @param dim   the dimension removed, 0 .. rank - 1
+     * @param index the position kept along it
+     * @return the view's layout
+     * @throws IllegalArgumentException unless {@code dim} exists and {@code 0 <= index < shape(dim)}
      */
     public TensorLayout select(int dim, long index) {
         checkDim(dim);
@@ -267,7 +359,15 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         return view(newShape, newStrides, index * strides[dim]);
     }
 
-    /** The layout with dimensions {@code a} and {@code b} swapped. */
+    /**
+     * The layout with dimensions {@code a} and {@code b} swapped: shape and strides exchanged,
+     * no element moved, so the result is usually not contiguous.
+     *
+     * @param a one dimension, 0 .. rank - 1
+     * @param b the other; equal to {@code a} gives an equal layout
+     * @return the view's layout
+     * @throws IllegalArgumentException when a dimension does not exist
+     */
     public TensorLayout transpose(int a, int b) {
         checkDim(a);
         checkDim(b);
@@ -285,8 +385,12 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
      * then inferred. Only a {@linkplain #isContiguous() contiguous} layout can be reshaped
      * without copying, so any other is refused.
      *
+     * @param newShape the new shape; at most one -1
+     * @return the layout, contiguous at this layout's storage offset
      * @throws IllegalStateException    when this layout is not contiguous
-     * @throws IllegalArgumentException when the new shape does not hold the same number of elements
+     * @throws IllegalArgumentException when the new shape does not hold the same number of
+     *                                  elements, has more than one -1 or another negative
+     *                                  dimension, or more than {@value #MAX_RANK} dimensions
      */
     public TensorLayout reshape(long... newShape) {
         if (!isContiguous()) {
@@ -359,6 +463,13 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
         return last;
     }
 
+    /**
+     * Whether {@code o} is a layout with the same dtype, shape, strides and storage offset
+     * (array contents compared, not identities).
+     *
+     * @param o the object to compare with
+     * @return true when equal
+     */
     @Override
     public boolean equals(Object o) {
         return o instanceof TensorLayout that
@@ -368,11 +479,21 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
                 && Arrays.equals(strides, that.strides);
     }
 
+    /**
+     * A hash consistent with {@link #equals(Object)}.
+     *
+     * @return the hash of the dtype, the arrays' contents and the offset
+     */
     @Override
     public int hashCode() {
         return Objects.hash(dtype, Arrays.hashCode(shape), Arrays.hashCode(strides), storageOffset);
     }
 
+    /**
+     * A description for logs, with the arrays' contents.
+     *
+     * @return {@code TensorLayout[dtype, shape=[...], strides=[...], storageOffset=n]}
+     */
     @Override
     public String toString() {
         return "TensorLayout[" + dtype.numpyName() + ", shape=" + Arrays.toString(shape) + ", strides="
