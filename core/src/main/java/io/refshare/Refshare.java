@@ -368,7 +368,7 @@ public final class Refshare implements AutoCloseable {
                 : TensorLayout.contiguous(DType.UINT8, descriptor.length());
         ReceivedBlock block = sharing.receive(descriptor);
         try {
-            return new Tensor(block, layout, true);
+            return new Tensor(block, layout);
         } catch (RuntimeException e) {
             block.release();
             throw e;

@@ -57,6 +57,8 @@ public record RefshareConfig(Path directory, String prefix, boolean groupAccess,
      * @throws NullPointerException     when {@code cuda} is null
      */
     public RefshareConfig {
+        java.util.Objects.requireNonNull(directory, "directory");
+        java.util.Objects.requireNonNull(prefix, "prefix");
         if (capacityBytes <= 0) {
             throw new IllegalArgumentException("capacityBytes must be positive: " + capacityBytes);
         }

@@ -171,8 +171,8 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensor} or {@code unit} is null
      */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
-        offered = true;
         Descriptor message = refshare.shareDescriptor(tensor);
+        offered = true; // a producer from its first real attempt, even one that times out
         boolean sent = false;
         try {
             sent = queue.offer(new Encoded(message), timeout, unit);
@@ -243,6 +243,10 @@ public final class ShareQueue implements AutoCloseable {
         long deadline = System.nanoTime() + Math.max(0, unit.toNanos(timeout));
         int rejectedHere = 0;
         while (true) {
+            if (refshare.isClosed()) {
+                // checked before a message is claimed; a close racing the claim gives it back (ShmQueue)
+                throw new IllegalStateException("the Refshare of this queue handle is closed: it can receive nothing");
+            }
             long left = deadline - System.nanoTime();
             try {
                 // received while the message is still claimed in the queue: if this process dies
@@ -324,6 +328,7 @@ public final class ShareQueue implements AutoCloseable {
      *                              producer side
      */
     public void close(Duration linger) {
+        java.util.Objects.requireNonNull(linger, "linger");
         if (!closed.compareAndSet(false, true)) {
             return;
         }

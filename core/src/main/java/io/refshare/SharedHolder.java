@@ -504,6 +504,9 @@ public final class SharedHolder implements AutoCloseable {
         if ((uses.incrementAndGet() & CLOSED) != 0) {
             leave();
             Stats s = statsAtClose;
+            if (s == null) { // the figures could not be read while closing (a damaged file)
+                return new Stats(0, 0, 0, 0, List.of(), retiredHere.sum(), anomalies.sum());
+            }
             return new Stats(s.published(), s.retired(), s.reclaimed(), s.liveVersions(), s.readers(),
                     retiredHere.sum(), anomalies.sum());
         }

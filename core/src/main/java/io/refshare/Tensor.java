@@ -56,21 +56,18 @@ public final class Tensor implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LeakDetector.Watch leakWatch;
 
-    /** Wraps a storage reference the caller hands over (it is released on {@link #close()}). */
-    Tensor(Storage storage, TensorLayout layout) {
-        this(storage, layout, false);
-    }
-
     /**
-     * Like {@link #Tensor(Storage, TensorLayout)}; with {@code watchForLeaks} the
-     * {@link LeakDetector} reports (and releases) the reference if this tensor is
+     * Wraps a storage reference the caller hands over (it is released on {@link #close()}).
+     * The one place where memory of another process reaches user code: every tensor over a
+     * mapping (received, acquired from a holder, or a view of one) is watched by the
+     * {@link LeakDetector}, which reports and releases the reference if the tensor is
      * garbage-collected without {@link #close()}.
      */
-    Tensor(Storage storage, TensorLayout layout, boolean watchForLeaks) {
+    Tensor(Storage storage, TensorLayout layout) {
         layout.checkFits(storage.byteSize());
         this.storage = storage;
         this.layout = layout;
-        this.leakWatch = watchForLeaks ? LeakDetector.watch(this, storage::release, storage.byteSize()) : null;
+        this.leakWatch = storage.isMapping() ? LeakDetector.watch(this, storage::release, storage.byteSize()) : null;
     }
 
     /**
@@ -280,13 +277,16 @@ public final class Tensor implements AutoCloseable {
      *
      * @param layout the view's element type, shape, strides and offset
      * @return the view, open however this tensor is closed later
-     * @throws io.refshare.exceptions.InvalidDataException when {@code layout} addresses bytes
-     *                                                     outside the memory
-     * @throws IllegalStateException once this tensor, or its {@code Refshare}, is closed
-     * @throws NullPointerException  when {@code layout} is null
+     * @throws IllegalArgumentException when {@code layout} addresses bytes outside the memory
+     * @throws IllegalStateException    once this tensor, or its {@code Refshare}, is closed
+     * @throws NullPointerException     when {@code layout} is null
      */
     public Tensor view(TensorLayout layout) {
         ensureOpen();
+        if (layout.byteSpan() > storage.byteSize()) {
+            throw new IllegalArgumentException("a view " + layout + " needs " + layout.byteSpan()
+                    + " bytes; this tensor's memory has " + storage.byteSize());
+        }
         Storage s = storage.retain();
         try {
             return new Tensor(s, layout);

@@ -192,4 +192,73 @@ class ApiContractTest {
             assertThrows(IllegalArgumentException.class, () -> t.narrow(1, 4, 3));
         }
     }
+
+    @Test
+    void aTakeAfterTheRefshareClosedLeavesTheMessageForAnotherConsumer() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             ShareQueue q = producer.createQueue(4); Tensor t = producer.allocate(DType.UINT8, 16)) {
+            q.put(t);
+            Refshare closed = Refshare.open(shm.config());
+            ShareQueue stale = closed.openQueue(q.name());
+            closed.close();
+            assertThrows(IllegalStateException.class, stale::take);
+            assertThrows(IllegalStateException.class, () -> stale.poll(0, TimeUnit.SECONDS));
+            stale.close();
+            try (Refshare consumer = Refshare.open(shm.config()); ShareQueue live = consumer.openQueue(q.name());
+                 Tensor got = live.poll(5, TimeUnit.SECONDS)) {
+                assertNotNull(got, "the message stayed in the queue");
+                assertEquals(16, got.data().byteSize());
+            }
+        }
+    }
+
+    @Test
+    void aFailedPutDoesNotMakeAConsumerHandleAProducer() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             ShareQueue q = rs.createQueue(4)) {
+            ShareQueue consumer = rs.openQueue(q.name());
+            Tensor closedTensor = rs.allocate(DType.UINT8, 8);
+            closedTensor.close();
+            assertThrows(IllegalStateException.class, () -> consumer.put(closedTensor));
+            long start = System.nanoTime();
+            consumer.close();
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(2), "a consumer's close does not linger");
+            try (Tensor t = rs.allocate(DType.UINT8, 8)) {
+                assertTrue(q.offer(t, 0, TimeUnit.SECONDS), "and does not end the stream");
+            }
+            q.take().close();
+        }
+    }
+
+    @Test
+    void closeWithNullLingerRefusesBeforeDetaching() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             ShareQueue q = rs.createQueue(4)) {
+            assertThrows(NullPointerException.class, () -> q.close(null));
+            try (Tensor t = rs.allocate(DType.UINT8, 8)) {
+                q.put(t); // the handle is still attached
+            }
+            q.close(Duration.ZERO);
+            assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(5)));
+        }
+    }
+
+    @Test
+    void aViewOutsideTheMemoryIsAnIllegalArgument() {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             Tensor t = rs.allocate(DType.FLOAT32, 4)) {
+            assertThrows(IllegalArgumentException.class,
+                    () -> t.view(io.refshare.tensor.TensorLayout.contiguous(DType.FLOAT32, 5)));
+            try (Tensor same = t.view(t.layout())) {
+                assertEquals(t.data().byteSize(), same.data().byteSize());
+            }
+        }
+    }
+
+    @Test
+    void aConfigWithoutDirectoryOrPrefixIsRefusedWhereItIsMade() {
+        RefshareConfig c = RefshareConfig.defaults();
+        assertThrows(NullPointerException.class, () -> c.withDirectory(null));
+        assertThrows(NullPointerException.class, () -> c.withPrefix(null));
+    }
 }

@@ -567,8 +567,9 @@ public final class ShmQueue implements AutoCloseable {
     /**
      * Copies out the message of a position this handle holds in READING and frees the cell,
      * whatever happens: an impossible length is rejected (and counted), never left blocking
-     * the queue. A {@link ResourceLimitException} from {@code whileClaimed} gives the message
-     * back to the queue instead, for another consumer.
+     * the queue. A {@link ResourceLimitException} from {@code whileClaimed} (this process is out
+     * of a fixed resource) or an {@link IllegalStateException} (it can no longer receive: its
+     * context closed) gives the message back to the queue instead, for another consumer.
      */
     <T> T deliver(long position, Function<byte[], T> whileClaimed) {
         T result;
@@ -582,12 +583,12 @@ public final class ShmQueue implements AutoCloseable {
                 throw rejected;
             }
             result = whileClaimed.apply(message);
-        } catch (ResourceLimitException limit) {
+        } catch (ResourceLimitException | IllegalStateException cannotTakeNow) {
             if (cells.giveBack(position)) {
                 notEmpty.signal();
             }
             givenBack = true; // the cell is no longer ours to free, whether or not the give-back took
-            throw limit;
+            throw cannotTakeNow;
         } finally {
             if (!givenBack) {
                 cells.freeCell(position);

@@ -7,13 +7,14 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 
 /**
- * Finds received tensors that were garbage-collected without {@code close()}: each would
- * otherwise pin the producer's memory until this process exits. A watched tensor that is
- * collected unclosed is reported (log warning and a {@link Events.Leak} JFR event, with
- * the stack where it was received) and its reference is released.
+ * Finds tensors over another process's memory (received, acquired from a holder, or views
+ * of those) that were garbage-collected without {@code close()}: each would otherwise pin
+ * the producer's memory until this process exits. A watched tensor that is collected
+ * unclosed is reported (log warning and a {@link Events.Leak} JFR event, with the stack
+ * where it was made) and its reference is released.
  *
  * <p>Watching costs a stack capture and a {@link Cleaner} registration, so by default one
- * received tensor in {@value #SAMPLING_INTERVAL} is watched. The system property
+ * such tensor in {@value #SAMPLING_INTERVAL} is watched. The system property
  * {@code refshare.leakDetection} chooses: {@code disabled}, {@code sampled} (default) or
  * {@code paranoid} (every tensor, for tests and debugging).
  */
@@ -60,9 +61,9 @@ public final class LeakDetector {
             LEAKS.incrementAndGet();
             String where = Arrays.stream(receivedAt.getStackTrace()).limit(12).map(e -> "\tat " + e)
                     .collect(Collectors.joining("\n"));
-            LOG.log(System.Logger.Level.WARNING, "LEAK: a received tensor of {0} bytes was garbage-collected without "
-                    + "close(); its reference is released now. Close received tensors (try-with-resources). "
-                    + "It was received at:\n{1}", length, where);
+            LOG.log(System.Logger.Level.WARNING, "LEAK: a tensor over {0} bytes of another process''s memory (received, "
+                    + "acquired from a holder, or a view of one) was garbage-collected without close(); its reference "
+                    + "is released now. Close such tensors (try-with-resources). It was made at:\n{1}", length, where);
             Events.Leak e = new Events.Leak();
             if (e.shouldCommit()) {
                 e.length = length;
@@ -82,7 +83,7 @@ public final class LeakDetector {
                 || (LEVEL == Level.SAMPLED && RECEIVED.getAndIncrement() % SAMPLING_INTERVAL != 0)) {
             return null;
         }
-        Watch w = new Watch(new Throwable("received here"), release, length);
+        Watch w = new Watch(new Throwable("made here"), release, length);
         w.cleanable = CLEANER.register(tensor, w);
         return w;
     }

@@ -64,6 +64,15 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
         return sharing.isClosed();
     }
 
+    /**
+     * True for memory mapped from another process (received, or acquired from a holder): a
+     * reference to it left unclosed pins that process's memory, so the tensors over it are
+     * watched for leaks.
+     */
+    public final boolean isMapping() {
+        return this instanceof MappedBlock;
+    }
+
     /** Where the bytes are: host shared memory (the default) or CUDA device memory. */
     public Backend backend() {
         return Backend.HOST;

@@ -1,6 +1,5 @@
 package io.refshare.stats;
 
-import io.refshare.memory.CachingAllocator;
 /**
  * A consistent snapshot of one of this process's memory pools (its host shared memory, in
  * {@link RefshareStats#allocator()}, or its CUDA device memory), taken under the pool's

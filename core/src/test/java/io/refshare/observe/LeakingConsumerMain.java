@@ -2,6 +2,7 @@ package io.refshare.observe;
 
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
+import io.refshare.SharedHolder;
 import io.refshare.Tensor;
 
 import java.nio.file.Path;
@@ -9,27 +10,39 @@ import java.util.HexFormat;
 import java.util.Scanner;
 
 /**
- * Receives a message and drops the tensor without closing it, then collects garbage until
- * the leak detector has reported it. Prints {@code LEAKS n}. Run with
- * {@code -Drefshare.leakDetection=paranoid}. Args: directory; the message comes on stdin.
+ * Drops two tensors over the producer's memory without closing them, then collects garbage
+ * until the leak detector has reported both, and prints {@code LEAKS n}: a view of a
+ * received tensor (the received one itself is closed) and a version acquired from a holder.
+ * Run with {@code -Drefshare.leakDetection=paranoid}. Args: directory; stdin: the message,
+ * then the holder's name.
  */
 public final class LeakingConsumerMain {
     public static void main(String[] args) throws Exception {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])))) {
-            String message = new Scanner(System.in).nextLine();
-            receiveAndForget(rs, HexFormat.of().parseHex(message));
-            for (int i = 0; i < 200 && LeakDetector.leaks() == 0; i++) {
+            Scanner in = new Scanner(System.in);
+            forgetAView(rs, HexFormat.of().parseHex(in.nextLine()));
+            SharedHolder holder = rs.openHolder(in.nextLine());
+            forgetAnAcquisition(holder);
+            for (int i = 0; i < 200 && LeakDetector.leaks() < 2; i++) {
                 System.gc();
                 Thread.sleep(20);
             }
             System.out.println("LEAKS " + LeakDetector.leaks());
             System.out.flush();
-            new Scanner(System.in).nextLine(); // stay alive: the producer must see a release, not a death
+            in.nextLine(); // stay alive: the producer must see releases, not a death
+            holder.close();
         }
     }
 
-    private static void receiveAndForget(Refshare rs, byte[] message) {
-        Tensor t = rs.receive(message);
-        t.data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0);
+    private static void forgetAView(Refshare rs, byte[] message) {
+        try (Tensor received = rs.receive(message)) {
+            Tensor view = received.narrow(0, 0, 10);
+            view.data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0);
+        }
+    }
+
+    private static void forgetAnAcquisition(SharedHolder holder) {
+        Tensor current = holder.acquire();
+        current.data().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0);
     }
 }

@@ -1,6 +1,7 @@
 package io.refshare.observe;
 
 import io.refshare.Refshare;
+import io.refshare.SharedHolder;
 import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
@@ -52,17 +53,21 @@ class ObservabilityTest {
     }
 
     @Test
-    void aReceivedTensorCollectedWithoutCloseIsReportedAndReleased() throws Exception {
-        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config())) {
+    void tensorsOverAnotherProcesssMemoryCollectedWithoutCloseAreReportedAndReleased() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             SharedHolder holder = producer.createHolder()) {
             ChildJvm consumer = ChildJvm.startWith(new String[]{"-Drefshare.leakDetection=paranoid"},
                     LeakingConsumerMain.class, shm.path().toString());
             try (consumer) {
-                try (Tensor t = producer.allocateBytes(10_000)) {
+                try (Tensor t = producer.allocateBytes(10_000); Tensor w = producer.allocateBytes(20_000)) {
                     consumer.send(HexFormat.of().formatHex(producer.share(t)));
+                    holder.publish(w);
+                    consumer.send(holder.name());
                 }
-                assertEquals("1", consumer.expect("LEAKS"), "the detector found the unclosed tensor");
+                assertEquals("2", consumer.expect("LEAKS"), "a leaked view and a leaked acquisition, both found");
+                holder.clear();
                 assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)),
-                        "its reference was released while the consumer still runs");
+                        "their references were released while the consumer still runs");
                 assertEquals(0, producer.stats().reclaimed(), "released, not reclaimed after a death");
                 consumer.send("EXIT");
             }
