@@ -56,7 +56,7 @@ final class DemoCommand implements Callable<Integer> {
                     + "alternate numpy and torch views when torch imports) (default: ${DEFAULT-VALUE})")
     int pythonConsumers;
 
-    @Option(names = {"-s", "--size"}, paramLabel = "SIZE", defaultValue = "256KiB", converter = SizeConverter.class,
+    @Option(names = {"-s", "--size"}, paramLabel = "SIZE", defaultValue = "256KiB", converter = ByteSize.class,
             description = "bytes per tensor, e.g. 4KiB, 1MiB (default: ${DEFAULT-VALUE})")
     long size;
 

@@ -47,7 +47,7 @@ final class HotswapCommand implements Callable<Integer> {
             description = "reader processes (default: ${DEFAULT-VALUE})")
     int readerCount;
 
-    @Option(names = {"-s", "--size"}, paramLabel = "SIZE", defaultValue = "4MiB", converter = SizeConverter.class,
+    @Option(names = {"-s", "--size"}, paramLabel = "SIZE", defaultValue = "4MiB", converter = ByteSize.class,
             description = "bytes per version, e.g. 64KiB, 16MiB (default: ${DEFAULT-VALUE})")
     long size;
 

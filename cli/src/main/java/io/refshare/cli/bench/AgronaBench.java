@@ -1,5 +1,7 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ByteSize;
+
 import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;

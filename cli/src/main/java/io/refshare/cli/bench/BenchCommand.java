@@ -1,5 +1,7 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ByteSize;
+
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 

@@ -1,5 +1,7 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ByteSize;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

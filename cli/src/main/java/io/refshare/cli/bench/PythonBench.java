@@ -1,5 +1,7 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ByteSize;
+
 import io.refshare.Refshare;
 import io.refshare.cli.PythonPeers;
 

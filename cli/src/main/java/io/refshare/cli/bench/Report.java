@@ -1,5 +1,7 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ByteSize;
+
 import java.time.format.DateTimeFormatter;
 import java.util.Locale;
 

@@ -1,5 +1,7 @@
 package io.refshare.cli.bench;
 
+import io.refshare.cli.ByteSize;
+
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;

@@ -1,4 +1,4 @@
-package io.refshare.cli.bench;
+package io.refshare.cli;
 
 import picocli.CommandLine;
 
@@ -17,7 +17,7 @@ public final class ByteSize implements CommandLine.ITypeConverter<Long> {
         return parse(value);
     }
 
-    static long parse(String value) {
+    public static long parse(String value) {
         String v = value.trim().toUpperCase(Locale.ROOT);
         long unit = 1;
         for (String[] names : UNITS) {
@@ -32,7 +32,7 @@ public final class ByteSize implements CommandLine.ITypeConverter<Long> {
     }
 
     /** 1024 -> "1 KiB", 1536 -> "1.5 KiB", 1000 -> "1000 B". */
-    static String label(long bytes) {
+    public static String label(long bytes) {
         if (bytes < 1024) {
             return bytes + " B";
         }
