@@ -1,9 +1,9 @@
 package io.refshare.python;
 
 import io.refshare.testing.ChildProcesses;
-import java.io.BufferedReader;
+import io.refshare.testing.Replies;
+
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -11,9 +11,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A real Python process running one of the peer scripts in {@code python/peers} with Debian's
@@ -24,30 +21,17 @@ import java.util.concurrent.TimeUnit;
  */
 final class PythonPeer implements AutoCloseable {
     static final Path PYTHON = Path.of("/usr/bin/python3");
-    private static final long REPLY_TIMEOUT_SECONDS = 60;
-    private static final String EXITED = "\u0000exited";
 
     private final Process process;
     private final PrintWriter in;
-    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    private final Replies out;
     private final String name;
 
     private PythonPeer(String name, Process process) {
         this.name = name;
         this.process = process;
         this.in = new PrintWriter(process.outputWriter(StandardCharsets.US_ASCII), false);
-        Thread.ofPlatform().daemon().name(name + "-stdout").start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getInputStream(),
-                    StandardCharsets.US_ASCII))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    lines.add(line);
-                }
-            } catch (IOException ignored) {
-                // the process is gone; its exit code tells
-            }
-            lines.add(EXITED);
-        });
+        this.out = new Replies(process, name);
     }
 
     /** The checkout's {@code python} folder: the package and its peers (tests run in a module folder below it). */
@@ -107,29 +91,12 @@ final class PythonPeer implements AutoCloseable {
 
     /** The next line the process prints; fails if it exits first or says nothing for a minute. */
     String read() {
-        try {
-            String line = lines.poll(REPLY_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-            if (line == null) {
-                throw new AssertionError(name + " said nothing for " + REPLY_TIMEOUT_SECONDS + " s");
-            }
-            if (line.equals(EXITED)) {
-                lines.add(EXITED);
-                throw new AssertionError(name + " exited (code " + waitFor() + ") before answering");
-            }
-            return line;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError(e);
-        }
+        return out.read();
     }
 
     /** Reads the next line and checks it starts with {@code prefix}; returns the rest. */
     String expect(String prefix) {
-        String line = read();
-        if (!line.startsWith(prefix)) {
-            throw new AssertionError(name + " answered '" + line + "', expected '" + prefix + "...'");
-        }
-        return line.substring(prefix.length()).trim();
+        return out.expect(prefix);
     }
 
     /** Ends its stdin (the peers' signal to finish) and waits for its exit code. */

@@ -1,8 +1,6 @@
 package io.refshare.testing;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -11,20 +9,21 @@ import java.util.List;
 
 /**
  * A real child JVM running a main class from the test classpath, spoken to by lines on its
- * stdin and stdout (stderr is passed through to the test output). {@link #close()} always
+ * stdin and stdout (stderr is passed through to the test output), each read bounded by
+ * {@link Replies#TIMEOUT_SECONDS}. {@link #close()} always
  * leaves no process behind.
  */
 public final class ChildJvm implements AutoCloseable {
     private final Process process;
     private final PrintWriter in;
-    private final BufferedReader out;
+    private final Replies out;
     private final String name;
 
     private ChildJvm(String name, Process process) {
         this.name = name;
         this.process = process;
         this.in = new PrintWriter(process.outputWriter(StandardCharsets.US_ASCII), false);
-        this.out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.US_ASCII));
+        this.out = new Replies(process, name);
     }
 
     public static ChildJvm start(Class<?> main, String... args) {
@@ -69,26 +68,14 @@ public final class ChildJvm implements AutoCloseable {
         in.flush();
     }
 
-    /** The next line the child prints; fails if it exits first. */
+    /** The next line the child prints; fails if it exits first or prints nothing for a minute. */
     public String read() {
-        try {
-            String line = out.readLine();
-            if (line == null) {
-                throw new AssertionError(name + " exited (code " + waitFor() + ") before answering");
-            }
-            return line;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return out.read();
     }
 
     /** Reads the next line and checks it starts with {@code prefix}; returns the rest. */
     public String expect(String prefix) {
-        String line = read();
-        if (!line.startsWith(prefix)) {
-            throw new AssertionError(name + " answered '" + line + "', expected '" + prefix + "...'");
-        }
-        return line.substring(prefix.length()).trim();
+        return out.expect(prefix);
     }
 
     public int waitFor() {
