@@ -51,7 +51,7 @@ final class TorchBench {
         try {
             dir = Files.createTempDirectory("refshare-bench-torch-");
             Path script = dir.resolve("torch_bench.py");
-            Files.writeString(script, TorchScript.SOURCE);
+            Files.writeString(script, TorchScript.source());
             List<String> command = new ArrayList<>(List.of(PYTHON.toString(), script.toString()));
             for (SizePlan plan : plans) {
                 command.add(capped(plan));
