@@ -74,11 +74,19 @@ final class Participants {
     }
 
     void countOffered(int index) {
-        LONG.getAndAdd(mem, entryOffset(index) + PARTICIPANT_OFFERED, 1L);
+        countOffered(index, 1);
+    }
+
+    void countOffered(int index, int messages) {
+        LONG.getAndAdd(mem, entryOffset(index) + PARTICIPANT_OFFERED, (long) messages);
     }
 
     void countTaken(int index) {
-        LONG.getAndAdd(mem, entryOffset(index) + PARTICIPANT_TAKEN, 1L);
+        countTaken(index, 1);
+    }
+
+    void countTaken(int index, int messages) {
+        LONG.getAndAdd(mem, entryOffset(index) + PARTICIPANT_TAKEN, (long) messages);
     }
 
     void countRejected() {

@@ -11,6 +11,7 @@ import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -381,6 +382,90 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     /**
+     * Publishes {@code messages[from..)} in order while there is room now, and wakes sleeping
+     * consumers once for all of them; never waits. One of the batch operations: the counts
+     * and the wake-up are paid once per batch instead of once per message.
+     *
+     * @return how many were published (from {@code from} on): all of them, or fewer when the
+     *         queue filled up
+     * @throws QueueClosedException if the queue is closed, or this handle was closed, before
+     *         the first message of the batch was published
+     */
+    public int offerAvailable(List<? extends Outgoing> messages, int from) {
+        enter();
+        try {
+            recordRole(ROLE_PRODUCER);
+            long now = System.nanoTime();
+            int published = 0;
+            for (int i = from; i < messages.size(); i++) {
+                Outgoing m = messages.get(i);
+                if (m.byteSize() > maxMessageBytes) {
+                    throw new IllegalArgumentException("message of " + m.byteSize() + " bytes exceeds this queue's "
+                            + "maximum of " + maxMessageBytes + " bytes");
+                }
+                long t = claimWritable(now);
+                if (t == QueueCells.NO_ROOM || (t == QueueCells.CLOSED && published > 0)) {
+                    break;
+                }
+                if (t == QueueCells.CLOSED) {
+                    throw ended();
+                }
+                cells.publish(t, m);
+                published++;
+            }
+            if (published > 0) {
+                participants.countOffered(self, published);
+                notEmpty.signalAll(); // up to a batch of consumers may take now
+            }
+            return published;
+        } finally {
+            exit();
+        }
+    }
+
+    /**
+     * Takes up to {@code max} messages available now, each handed to {@code whileClaimed} while
+     * its cell is still claimed, and wakes sleeping producers once for all of them; never
+     * waits. Messages with an impossible length are skipped (counted as rejected); a
+     * {@link ResourceLimitException} or {@link IllegalStateException} from {@code whileClaimed}
+     * gives that message back and ends the batch.
+     *
+     * @return how many were handed to {@code whileClaimed} and then to {@code sink}
+     */
+    public <T> int pollAvailable(int max, Function<byte[], T> whileClaimed, Consumer<T> sink) {
+        enter();
+        try {
+            recordRole(ROLE_CONSUMER);
+            long now = System.nanoTime();
+            int taken = 0;
+            try {
+                while (taken < max) {
+                    long h = cells.claimReadable(now);
+                    if (h < 0) {
+                        break;
+                    }
+                    T result;
+                    try {
+                        result = deliverQuietly(h, whileClaimed);
+                    } catch (InvalidDataException rejected) {
+                        continue;
+                    }
+                    taken++;
+                    sink.accept(result);
+                }
+            } finally {
+                if (taken > 0) {
+                    participants.countTaken(self, taken);
+                    notFull.signalAll();
+                }
+            }
+            return taken;
+        } finally {
+            exit();
+        }
+    }
+
+    /**
      * Stops the queue for everyone: offers fail from now on, waiters wake, consumers take
      * what is left and then get {@link QueueClosedException}. Idempotent.
      */
@@ -573,6 +658,20 @@ public final class ShmQueue implements AutoCloseable {
      */
     <T> T deliver(long position, Function<byte[], T> whileClaimed) {
         T result;
+        try {
+            result = deliverQuietly(position, whileClaimed);
+        } finally {
+            notFull.signal(); // the cell is free again, or given back
+        }
+        participants.countTaken(self);
+        if (notEmpty.anyoneAsleep() && cells.hasMessage()) {
+            notEmpty.signal(); // a sleeper may have been woken for the message this poll took
+        }
+        return result;
+    }
+
+    /** {@link #deliver} without the counts and the producers' wake-up: the batch pays those once. */
+    private <T> T deliverQuietly(long position, Function<byte[], T> whileClaimed) {
         boolean givenBack = false;
         try {
             byte[] message;
@@ -582,7 +681,7 @@ public final class ShmQueue implements AutoCloseable {
                 participants.countRejected();
                 throw rejected;
             }
-            result = whileClaimed.apply(message);
+            return whileClaimed.apply(message);
         } catch (ResourceLimitException | IllegalStateException cannotTakeNow) {
             if (cells.giveBack(position)) {
                 notEmpty.signal();
@@ -592,14 +691,8 @@ public final class ShmQueue implements AutoCloseable {
         } finally {
             if (!givenBack) {
                 cells.freeCell(position);
-                notFull.signal();
             }
         }
-        participants.countTaken(self);
-        if (notEmpty.anyoneAsleep() && cells.hasMessage()) {
-            notEmpty.signal(); // a sleeper may have been woken for the message this poll took
-        }
-        return result;
     }
 
     // ---- waiting ----
@@ -783,8 +876,7 @@ public final class ShmQueue implements AutoCloseable {
             return false;
         }
         if (t == QueueCells.CLOSED) {
-            throw new QueueClosedException("queue " + name() + (closedState() == ENDED_BY_PRODUCERS_DEATH
-                    ? " was ended when every producer had died" : " is closed") + ": it accepts no more messages");
+            throw ended();
         }
         publish(t, message);
         return true;
@@ -925,6 +1017,12 @@ public final class ShmQueue implements AutoCloseable {
                 inFlight.notifyAll();
             }
         }
+    }
+
+    /** What an offer on an ended stream throws. */
+    private QueueClosedException ended() {
+        return new QueueClosedException("queue " + name() + (closedState() == ENDED_BY_PRODUCERS_DEATH
+                ? " was ended when every producer had died" : " is closed") + ": it accepts no more messages");
     }
 
     private QueueClosedException handleClosed() {
