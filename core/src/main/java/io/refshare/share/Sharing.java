@@ -268,11 +268,26 @@ public final class Sharing implements AutoCloseable {
         }
         // device memory: our view closes before the token goes back, since the sender may free
         // the memory once it has, and CUDA leaves freeing before the importer's close undefined
+        RuntimeException failure = null;
         try {
-            device.disposed(block);
+            device.disposed(block); // the event of a forwarded block: its failure must not keep the segment open
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        try {
             device.release(segment);
-        } finally {
-            receiveCache.releaseToken(token);
+        } catch (RuntimeException e) {
+            // the memory may still be open here: keeping the token (until this process exits and the
+            // sender reclaims it) leaks a block, returning it could let the sender free memory in use
+            receiveCache.unholdCounters(token.file());
+            if (failure != null) {
+                e.addSuppressed(failure);
+            }
+            throw e;
+        }
+        receiveCache.releaseToken(token);
+        if (failure != null) {
+            throw failure;
         }
     }
 
