@@ -199,19 +199,31 @@ public final class Sharing implements AutoCloseable {
      */
     public ReceivedBlock receive(Descriptor d) {
         ensureOpen();
+        // the device half first: a process without a driver refuses before anything is taken
+        DeviceSharing dev = d.backend() == Backend.CUDA ? device() : null;
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
+        int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
+        Token token = new Token(counters, d.slot(), tag);
         ReceivedSegment mapping = null;
+        boolean claimed = false;
         try {
             if (counters.owner().pid() != d.senderPid() || counters.owner().startTicks() != d.senderStartTicks()) {
                 throw new InvalidDataException("descriptor claims sender pid " + d.senderPid() + " but "
                         + counters + " belongs to " + counters.owner());
             }
-            // everything is checked and mapped before the token is taken: a rejected message costs no count
-            mapping = d.backend() == Backend.CUDA ? device().open(d)
-                    : receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
-            int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
-            if (!claim(counters, d.slot(), tag)) {
-                throw notClaimed(counters, d.slot(), tag);
+            if (dev != null) {
+                // device memory is claimed before it is opened: while the token is ours the sender cannot
+                // free the allocation nor destroy the event, so a stale descriptor (returned, received, its
+                // block freed) never opens either. A descriptor refused after the claim gives the token back.
+                claimOrThrow(counters, d.slot(), tag);
+                claimed = true;
+                mapping = dev.open(d);
+            } else {
+                // host memory outlives its sender: everything is checked and mapped before the token is
+                // taken, so a rejected message costs no count
+                mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
+                claimOrThrow(counters, d.slot(), tag);
+                claimed = true;
             }
             received.increment();
             Events.Receive receipt = new Events.Receive();
@@ -222,13 +234,29 @@ public final class Sharing implements AutoCloseable {
                 receipt.slot = d.slot();
                 receipt.commit();
             }
-            return new ReceivedBlock(this, new Token(counters, d.slot(), tag), mapping, d.offset(), d.length());
+            return new ReceivedBlock(this, token, mapping, d.offset(), d.length());
         } catch (RuntimeException e) {
-            if (mapping != null) {
-                unmap(mapping);
+            try {
+                if (mapping != null) {
+                    unmap(mapping); // closed before the token goes back
+                }
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+                receiveCache.unholdCounters(counters); // the memory may still be open: the count stays
+                throw e;
             }
-            receiveCache.unholdCounters(counters);
+            if (claimed) {
+                receiveCache.releaseToken(token); // unholds the counters too
+            } else {
+                receiveCache.unholdCounters(counters);
+            }
             throw e;
+        }
+    }
+
+    private static void claimOrThrow(CounterFile counters, int slot, int tag) {
+        if (!claim(counters, slot, tag)) {
+            throw notClaimed(counters, slot, tag);
         }
     }
 

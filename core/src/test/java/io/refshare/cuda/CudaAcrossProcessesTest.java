@@ -79,6 +79,9 @@ class CudaAcrossProcessesTest {
     }
 
     static void exit(ChildJvm c) {
+        // -1 against a real driver; with the double, no misuse was recorded in the consumer
+        assertTrue(numbers(send(c, "DOUBLE violations"), "DOUBLE")[0] <= 0, "the test double recorded a misuse in a"
+                + " consumer (its stderr has the text)");
         assertEquals("BYE", send(c, "EXIT"));
         assertEquals(0, c.waitFor());
     }
