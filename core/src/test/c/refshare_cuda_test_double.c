@@ -48,7 +48,8 @@
  *  - Settings (refshare_cuda_double_set): driverVersion (13000), computeMode (0),
  *    unifiedAddressing (1), ipcEvents (1), legacy (0: a second cuIpcOpenMemHandle of the same
  *    handle in one process fails with CUDA_ERROR_ALREADY_MAPPED, as older drivers did),
- *    maxIpcEvents (-1: no cap; else live interprocess events per process, created or opened).
+ *    maxIpcEvents (-1: no cap; else live interprocess events per process, created or opened),
+ *    violations (sets the count of recorded violations, for a test that provoked some on purpose).
  *
  * Test-only entry points (not CUDA): refshare_cuda_double_configure, _set, _fail (the next
  * calls of an entry point return an error), _pause, _pending, _counter (per-process call and
@@ -258,6 +259,10 @@ EXPORT int refshare_cuda_double_set(const char *key, long long value) {
         settings.legacy = (int) value;
     } else if (strcmp(key, "maxIpcEvents") == 0) {
         settings.max_ipc_events = value;
+    } else if (strcmp(key, "violations") == 0) {
+        /* a test that provoked violations on purpose starts the count again */
+        __atomic_store_n(&counters[C_VIOLATIONS], value, __ATOMIC_RELAXED);
+        last_violation[0] = 0;
     } else {
         known = 0;
     }

@@ -345,7 +345,14 @@ public final class CudaSharing implements DeviceSharing {
                 e = events.remove(storage);
             }
             if (e != null) {
-                destroy(use.driver(), e);
+                try {
+                    destroy(use.driver(), e);
+                } catch (RuntimeException failure) {
+                    synchronized (this) {
+                        events.put(storage, e); // close() tries again, rather than leak it
+                    }
+                    throw failure;
+                }
             }
         }
     }
