@@ -16,10 +16,10 @@ C=core/src/main/java/io/refshare/cuda
 D=core/src/test/c/refshare_cuda_test_double.c
 S=core/src/main/java/io/refshare/share/Sharing.java
 
-# name | file | text to replace (first occurrence) | replacement | test (class or class#method)
+# name | file | text to replace (every occurrence) | replacement | test (class or class#method)
 MUTATIONS=(
 "unversioned-name-double|$D|EXPORT CUresult cuMemAlloc_v2(|EXPORT CUresult cuMemAlloc(|CudaAbiTest"
-"unversioned-name-java|$C/CudaDriver.java|b.bind(\"cuMemFree_v2\")|b.bind(\"cuMemFree\")|CudaAbiTest"
+"unversioned-name-java|$C/CudaDriver.java|\"cuMemFree_v2\"|\"cuMemFree\"|CudaAbiTest"
 "wrong-constant-double|$D|#define CU_EVENT_INTERPROCESS 0x4|#define CU_EVENT_INTERPROCESS 0x8|CudaAbiTest"
 "wrong-constant-java|$C/CudaDriver.java|CU_EVENT_INTERPROCESS = 0x4|CU_EVENT_INTERPROCESS = 0x8|CudaAbiTest"
 "wrong-java-argument-type|$C/CudaDriver.java|m.put(\"cuIpcCloseMemHandle\", FunctionDescriptor.of(JAVA_INT, JAVA_LONG))|m.put(\"cuIpcCloseMemHandle\", FunctionDescriptor.of(JAVA_INT, JAVA_INT))|CudaAbiTest"
@@ -28,14 +28,14 @@ MUTATIONS=(
                 driver.streamSynchronize(stream);|                driver.memcpyDtoHAsync(dst, address, dst.byteSize(), stream);|CudaDriverTest#aProcessNeverIpcOpensItsOwnMemory"
 "call-without-context|$C/CudaBackend.java|        try (CudaContext.Scope scope = context.enter()) {
             scope.driver().memFree(s.address());
-        }|        CudaDriver.system().memFree(s.address());|CudaDriverTest#exhaustedDeviceMemoryIsOutOfSharedMemory"
+        }|        CudaDriver.system().memFree(s.address());|CudaSafetyTest#aStaleDeviceDescriptorIsRefusedWithoutOpeningAnything"
 "token-before-release|$S|        RuntimeException failure = null;|        receiveCache.releaseToken(token); if (true) { device.release(segment); return; } RuntimeException failure = null;|CudaSafetyTest#aReceivedDeviceBlockKeepsItsTokenWhenItsReleaseFails"
 "open-before-claim|$S|                claimOrThrow(counters, d.slot(), tag);
                 claimed = true;
                 mapping = dev.open(d);|                mapping = dev.open(d);
                 claimOrThrow(counters, d.slot(), tag);
                 claimed = true;|CudaSafetyTest#aStaleDeviceDescriptorIsRefusedWithoutOpeningAnything"
-"context-not-restored|$C/CudaContext.java|            if (previous != null) {|            if (previous != null \&\& false) {|CudaSafetyTest#theCallersCurrentContextIsRestored"
+"context-not-restored|$C/CudaContext.java|                driver.setCurrentContext(previous);|                driver.hashCode();|CudaSafetyTest#theCallersCurrentContextIsRestored"
 "release-without-lifecycle-lock|$C/CudaSharing.java|        try (Use use = useIfOpen()) {
             if (use == null) {
                 return; // close closed every segment
@@ -49,7 +49,7 @@ MUTATIONS=(
 missed=0
 for m in "${MUTATIONS[@]}"; do
     IFS='|' read -r name file old new test <<<"$(printf '%s' "$m" | tr '\n' '\001')"
-    old=${old//$'\001'/$'\n'}; new=${new//$'\001'/$'\n'}; new=${new//\\&/&}; test=${test//$'\001'/}
+    old=${old//$'\001'/$'\n'}; new=${new//$'\001'/$'\n'}; test=${test//$'\001'/}
     if [ $# -gt 0 ]; then
         wanted=false
         for w in "$@"; do case "$name" in *"$w"*) wanted=true ;; esac; done
@@ -61,7 +61,7 @@ import os, sys
 p = sys.argv[1]; s = open(p).read(); old = os.environ["OLD"]
 if old not in s:
     sys.exit("mutation text not found in " + p + ": " + old[:80])
-open(p, "w").write(s.replace(old, os.environ["NEW"], 1))
+open(p, "w").write(s.replace(old, os.environ["NEW"]))  # every occurrence: a rename is consistent
 PY
     if mvn -B -q -ntp -o -pl core test -Dtest="$test" -Dsurefire.failIfNoSpecifiedTests=false >"target-mutation-$name.log" 2>&1; then
         echo "MISSED  $name: $test passed"; missed=$((missed + 1))

@@ -49,6 +49,7 @@
  *    unifiedAddressing (1), ipcEvents (1), legacy (0: a second cuIpcOpenMemHandle of the same
  *    handle in one process fails with CUDA_ERROR_ALREADY_MAPPED, as older drivers did),
  *    maxIpcEvents (-1: no cap; else live interprocess events per process, created or opened),
+ *    copyLatencyMicros (5000: how long each stream copy takes before it moves the bytes),
  *    violations (sets the count of recorded violations, for a test that provoked some on purpose).
  *
  * Test-only entry points (not CUDA): refshare_cuda_double_configure, _set, _fail (the next
@@ -176,7 +177,8 @@ static CUdeviceptr next_device_address = 0x200000000000ULL;
 static struct {
     int driver_version, compute_mode, unified_addressing, ipc_events, legacy;
     long long max_ipc_events;
-} settings = {13000, CU_COMPUTEMODE_DEFAULT, 1, 1, 0, -1};
+    long long copy_latency_micros;
+} settings = {13000, CU_COMPUTEMODE_DEFAULT, 1, 1, 0, -1, 5000};
 
 static char fail_entry[64];
 static CUresult fail_code;
@@ -259,6 +261,8 @@ EXPORT int refshare_cuda_double_set(const char *key, long long value) {
         settings.legacy = (int) value;
     } else if (strcmp(key, "maxIpcEvents") == 0) {
         settings.max_ipc_events = value;
+    } else if (strcmp(key, "copyLatencyMicros") == 0) {
+        settings.copy_latency_micros = value;
     } else if (strcmp(key, "violations") == 0) {
         /* a test that provoked violations on purpose starts the count again */
         __atomic_store_n(&counters[C_VIOLATIONS], value, __ATOMIC_RELAXED);
@@ -1238,10 +1242,17 @@ EXPORT long long refshare_cuda_double_pending(void) {
 
 static void run(struct op *op) {
     switch (op->kind) {
-        case OP_COPY:
+        case OP_COPY: {
+            /* a copy takes a while, as on a device: a host that reads without synchronizing sees old bytes */
+            pthread_mutex_lock(&mu);
+            long long latency = settings.copy_latency_micros;
+            pthread_mutex_unlock(&mu);
+            struct timespec t = {latency / 1000000, latency % 1000000 * 1000};
+            nanosleep(&t, NULL);
             memcpy(op->dst, op->src, op->bytes);
             unpin_region(op->region);
             break;
+        }
         case OP_RECORD:
             complete_record(op->event->shared, op->seq);
             break;

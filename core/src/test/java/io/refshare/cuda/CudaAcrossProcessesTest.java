@@ -315,6 +315,39 @@ class CudaAcrossProcessesTest {
         }
     }
 
+    /**
+     * Ordering that a real GPU can show too: the producer queues a large asynchronous copy and
+     * sends at once, without synchronizing; the consumer copies the tensor back and must see
+     * every byte of it. Without the event wait it would race the copy (with the double, each
+     * stream copy takes a while, so it would lose).
+     */
+    @Test
+    void aConsumerReadsAfterALargeAsyncCopy() throws InterruptedException {
+        CudaTestSupport.require();
+        long bytes = 32L << 20;
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            try (Refshare rs = Refshare.open(shm.config()); ChildJvm c = consumer(shm);
+                 Arena arena = Arena.ofShared()) {
+                for (int round = 0; round < 3; round++) {
+                    Tensor t = rs.allocate(CUDA, DType.UINT8, bytes);
+                    MemorySegment host = arena.allocate(bytes);
+                    Patterns.fill(host, 70 + round);
+                    rs.cuda().copyFromHostAsync(host, t); // queued, not waited for
+                    assertEquals("OK r" + round, send(c, "RECV r" + round + " " + (70 + round) + " "
+                            + HEX.formatHex(rs.share(t))), "the consumer read after the producer's copy");
+                    t.close();
+                    assertEquals("CLOSED r" + round, send(c, "CLOSE r" + round));
+                }
+                assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
+                exit(c);
+            }
+            if (td != null) {
+                CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            }
+        }
+    }
+
     /** Beyond the live-event cap a send synchronizes the stream instead; events go when their blocks are freed. */
     @Test
     void overTheEventCapASendSynchronizesInstead() throws InterruptedException {

@@ -94,7 +94,7 @@ final class TestDouble {
 
     /** The double's defaults for every setting {@link #set} changes. */
     static final java.util.Map<String, Long> DEFAULTS = java.util.Map.of("driverVersion", 13000L, "computeMode", 0L,
-            "unifiedAddressing", 1L, "ipcEvents", 1L, "legacy", 0L, "maxIpcEvents", -1L);
+            "unifiedAddressing", 1L, "ipcEvents", 1L, "legacy", 0L, "maxIpcEvents", -1L, "copyLatencyMicros", 5000L);
 
     /** One setting of the double (driverVersion, computeMode, unifiedAddressing, ipcEvents, legacy, maxIpcEvents). */
     void set(String key, long value) {
