@@ -66,7 +66,7 @@ PY
     if mvn -B -q -ntp -o -pl core test -Dtest="$test" -Dsurefire.failIfNoSpecifiedTests=false >"target-mutation-$name.log" 2>&1; then
         echo "MISSED  $name: $test passed"; missed=$((missed + 1))
     else
-        echo "CAUGHT  $name: $test failed ($(grep -m1 -oE '(Tests run:.*Failures: [0-9]+, Errors: [0-9]+)' "target-mutation-$name.log" || echo 'build failed'))"
+        echo "CAUGHT  $name: $test failed ($(grep -m1 -oE '(Tests run:.*Failures: [0-9]+, Errors: [0-9]+)' "target-mutation-$name.log" || echo 'no test summary: see the build output'))"
         rm -f "target-mutation-$name.log"
     fi
     git checkout -q -- "$file"

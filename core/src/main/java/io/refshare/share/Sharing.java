@@ -189,7 +189,10 @@ public final class Sharing implements AutoCloseable {
     /**
      * Takes the reference a descriptor carries and maps its memory. A descriptor can be
      * received once: a second attempt (here or in any process) fails without touching any
-     * count, and so does one naming another range than its token was handed out for.
+     * count, and so does one naming another range than its token was handed out for. Host
+     * memory is checked and mapped before the token is taken; device memory is opened after
+     * (so a stale descriptor never opens freed memory), and a device descriptor refused then
+     * gives its token back.
      *
      * @throws io.refshare.ResourceLimitException when this process cannot record itself in
      *         the sender's counter file (every peer entry taken): nothing was consumed, the
