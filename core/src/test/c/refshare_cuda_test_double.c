@@ -9,27 +9,52 @@
  * target/ and point refshare at it (REFSHARE_LIBCUDA / -Drefshare.cuda.library); the same
  * tests run against the real driver on a GPU machine (scripts/test-cuda-gpu.sh).
  *
+ * It never includes cuda.h: cuda.h's macros would rename the definitions below (cuMemAlloc
+ * to cuMemAlloc_v2) and so hide a wrong name. CudaAbiTest checks the block between the "ABI"
+ * markers (types, constants) and every exported entry point's name and prototype against
+ * cuda.h in a separate, generated translation unit.
+ *
  * Model:
  *  - cuMemAlloc creates a file in the double's directory (REFSHARE_CUDA_DOUBLE_DIR, default
- *    /dev/shm, or refshare_cuda_double_configure) and maps it; the "device pointer" is the
- *    mapping's address. cuMemFree unmaps it and removes the name. cuIpcGetMemHandle names the
- *    file in the handle; cuIpcOpenMemHandle maps it in another process (once per process,
- *    reference-counted like the driver), cuIpcCloseMemHandle unmaps it at the last close.
- *  - Interprocess events are shared flags in a small file: a record sequence (bumped when
- *    cuEventRecord is called) and a completion sequence (stored when the stream reaches
- *    the record). cuStreamWaitEvent captures the record sequence at the call, and the
- *    waiting stream blocks until the completion sequence reaches it.
- *  - Each stream is a worker thread running its queued operations in order: copies
- *    (host-to-device ones staged at the call, like the driver does for pageable memory),
- *    records and waits. refshare_cuda_double_pause(1) holds every stream of the process,
- *    so a test can prove a consumer really waits for a producer's event.
+ *    /dev/shm, or refshare_cuda_double_configure): a 4096-byte header (the importer table)
+ *    followed by the bytes. The "device pointer" is an address with no host mapping behind
+ *    it (reading it from the host faults, as with a GPU); copies translate it to the mapping.
+ *    cuIpcGetMemHandle names the file in the handle; cuIpcOpenMemHandle maps it in another
+ *    process (once per process, reference-counted like current drivers) and enters the
+ *    process in the file's importer table, cuIpcCloseMemHandle leaves it at the last close.
+ *  - Interprocess events are shared sequence counters in a small file, with an importer
+ *    table too: cuEventRecord bumps the record sequence, the stream stores the completion
+ *    sequence when it reaches the record; cuStreamWaitEvent captures the record sequence at
+ *    the call and the waiting stream blocks until the completion sequence reaches it.
+ *  - Each stream is a worker thread running its queued operations in order. Asynchronous
+ *    copies are really asynchronous: the source is read, and the destination written, when
+ *    the stream runs the copy, so a missing cuStreamSynchronize shows as wrong bytes.
+ *    refshare_cuda_double_pause(1) holds every stream of the process.
+ *  - Contexts: the primary context of each device, retained and released. Every allocation,
+ *    mapping, stream and event belongs to the context current when it was made; using it
+ *    while another context is current, or after the primary context's last release (the
+ *    driver then destroys everything in it), fails with CUDA_ERROR_INVALID_CONTEXT.
  *  - Strictness the driver has too: calls need cuInit and a current context; opening an IPC
  *    handle in its exporting process fails (CUDA_ERROR_INVALID_CONTEXT); copies must lie
  *    within one allocation or mapping; the IPC open flag must be LAZY_ENABLE_PEER_ACCESS;
- *    interprocess events need DISABLE_TIMING.
+ *    interprocess events need DISABLE_TIMING; destroyed streams and events are invalid
+ *    handles (their structs are kept as tombstones, so a stale handle is caught, not reused).
+ *  - Violations: what CUDA leaves undefined but a real driver does not report is recorded
+ *    (counter "violations", text from refshare_cuda_double_last_violation, a line on
+ *    stderr) so tests can assert there were none: cuMemFree of an allocation another live
+ *    process still has open, cuEventDestroy of an interprocess event another live process
+ *    still has open, cuIpcCloseMemHandle while queued stream work still uses the mapping,
+ *    and the last release of a primary context with objects still alive in it.
+ *  - Settings (refshare_cuda_double_set): driverVersion (13000), computeMode (0),
+ *    unifiedAddressing (1), ipcEvents (1), legacy (0: a second cuIpcOpenMemHandle of the same
+ *    handle in one process fails with CUDA_ERROR_ALREADY_MAPPED, as older drivers did),
+ *    maxIpcEvents (-1: no cap; else live interprocess events per process, created or opened),
+ *    copyLatencyMicros (5000: how long each stream copy takes before it moves the bytes),
+ *    violations (sets the count of recorded violations, for a test that provoked some on purpose).
  *
- * Test-only entry points (not CUDA): refshare_cuda_double_configure, _pause, _pending,
- * _counter (per-process call and live-object counts by name).
+ * Test-only entry points (not CUDA): refshare_cuda_double_configure, _set, _fail (the next
+ * calls of an entry point return an error), _pause, _pending, _counter (per-process call and
+ * live-object counts by name), _last_violation.
  *
  * IPC handle layout (both kinds, 64 bytes, native byte order):
  *
@@ -40,19 +65,18 @@
  *     |"RSDE"|      |               |                                             |
  *     +------+------+---------------+---------------------------------------------+
  *
- * Shared event file (first 48 bytes of a 4096-byte file):
+ * Shared event file (4096 bytes) and the header of a memory file (4096 bytes):
  *
- *     0      4        8            16            24        32         40
- *     +------+--------+------------+-------------+---------+----------+
- *     |magic |creator | recorded   | completed   | waits   | blocked  |
- *     |"RSEV"| pid    | (u64 seq)  | (u64 seq)   | (u64)   | (u64)    |
- *     +------+--------+------------+-------------+---------+----------+
+ *     event:  magic "RSEV" u32 | creator pid u32 | recorded u64 | completed u64 | waits u64 |
+ *             blocked u64 | importer pids i32[64]
+ *     memory: magic "RSMH" u32 | creator pid u32 | importer pids i32[64]
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,21 +88,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-#ifdef REFSHARE_CHECK_AGAINST_CUDA_H
-/* Compiled this way (gcc -fsyntax-only -I<cuda>/include), the compiler checks every entry point
- * below against the real declarations in cuda.h: the double's ABI is the driver's. */
-#include <cuda.h>
-#else
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef struct CUipcMemHandle_st { char reserved[64]; } CUipcMemHandle;
-typedef struct CUipcEventHandle_st { char reserved[64]; } CUipcEventHandle;
-
-enum {
+/* ---- ABI: the types and constants of cuda.h the double uses (checked by CudaAbiTest) ---- */
+typedef enum cudaError_enum {
     CUDA_SUCCESS = 0,
     CUDA_ERROR_INVALID_VALUE = 1,
     CUDA_ERROR_OUT_OF_MEMORY = 2,
@@ -87,39 +98,64 @@ enum {
     CUDA_ERROR_INVALID_DEVICE = 101,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_MAP_FAILED = 205,
+    CUDA_ERROR_ALREADY_MAPPED = 208,
     CUDA_ERROR_OPERATING_SYSTEM = 304,
     CUDA_ERROR_INVALID_HANDLE = 400,
-};
-
+    CUDA_ERROR_TOO_MANY_PEERS = 711,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
+} CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUipcMemHandle_st { char reserved[64]; } CUipcMemHandle;
+typedef struct CUipcEventHandle_st { char reserved[64]; } CUipcEventHandle;
+typedef enum CUdevice_attribute_enum {
+    CU_DEVICE_ATTRIBUTE_INTEGRATED = 18,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20,
+    CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+    CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED = 125,
+} CUdevice_attribute;
+#define CU_IPC_HANDLE_SIZE 64
 #define CU_EVENT_BLOCKING_SYNC 0x1
 #define CU_EVENT_DISABLE_TIMING 0x2
 #define CU_EVENT_INTERPROCESS 0x4
 #define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 #define CU_STREAM_NON_BLOCKING 0x1
-#endif
+#define CU_COMPUTEMODE_DEFAULT 0
+#define CU_COMPUTEMODE_PROHIBITED 2
+#define CU_COMPUTEMODE_EXCLUSIVE_PROCESS 3
+/* ---- end of ABI ---- */
 
 #define MAX_DEVICES 8
 #define NAME_BYTES 48
-#define EVENT_FILE_BYTES 4096
+#define HEADER_BYTES 4096
+#define IMPORTER_SLOTS 64
 static const char MEM_MAGIC[4] = {'R', 'S', 'D', 'M'};
 static const char EVENT_MAGIC[4] = {'R', 'S', 'D', 'E'};
 static const uint32_t SHARED_EVENT_MAGIC = 0x56455352; /* "RSEV" */
+static const uint32_t SHARED_MEM_MAGIC = 0x484d5352;   /* "RSMH" */
 static const uint32_t CTX_MAGIC = 0x58544344, STREAM_MAGIC = 0x4d525453, EVENT_OBJ_MAGIC = 0x544e5645;
+static const uint32_t DEAD_MAGIC = 0x44414544;
+/* device addresses: far from anything the host maps, so reading one from the host faults */
+static const CUdeviceptr DEVICE_ALIGNMENT = 2u << 20;
 
 /* ---- counters (per process), read by tests through refshare_cuda_double_counter ---------- */
 
 enum counter {
     C_MEM_ALLOC, C_MEM_FREE, C_IPC_GET_MEM, C_IPC_OPEN_MEM, C_IPC_CLOSE_MEM, C_EVENT_CREATE, C_EVENT_RECORD,
     C_EVENT_DESTROY, C_IPC_GET_EVENT, C_IPC_OPEN_EVENT, C_STREAM_WAIT_EVENT, C_STREAM_SYNCHRONIZE, C_MEMCPY_HTOD,
-    C_MEMCPY_DTOH, C_STREAM_CREATE, C_STREAM_DESTROY, C_CTX_SET_CURRENT, C_BLOCKED_WAITS,
-    C_LIVE_ALLOCATIONS, C_LIVE_MAPPINGS, C_LIVE_EVENTS, C_LIVE_STREAMS, C_LIVE_CONTEXT_RETAINS, N_COUNTERS
+    C_MEMCPY_DTOH, C_STREAM_CREATE, C_STREAM_DESTROY, C_CTX_SET_CURRENT, C_BLOCKED_WAITS, C_VIOLATIONS,
+    C_LIVE_ALLOCATIONS, C_LIVE_MAPPINGS, C_LIVE_EVENTS, C_LIVE_IPC_EVENTS, C_LIVE_STREAMS, C_LIVE_CONTEXT_RETAINS,
+    N_COUNTERS
 };
 static const char *const COUNTER_NAMES[N_COUNTERS] = {
     "cuMemAlloc", "cuMemFree", "cuIpcGetMemHandle", "cuIpcOpenMemHandle", "cuIpcCloseMemHandle", "cuEventCreate",
     "cuEventRecord", "cuEventDestroy", "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuStreamWaitEvent",
     "cuStreamSynchronize", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuStreamCreate", "cuStreamDestroy",
-    "cuCtxSetCurrent", "blockedWaits",
-    "liveAllocations", "liveMappings", "liveEvents", "liveStreams", "livePrimaryContextRetains",
+    "cuCtxSetCurrent", "blockedWaits", "violations",
+    "liveAllocations", "liveMappings", "liveEvents", "liveIpcEvents", "liveStreams", "livePrimaryContextRetains",
 };
 static long long counters[N_COUNTERS];
 
@@ -136,25 +172,50 @@ static long long memory_limit = -1; /* bytes of live allocations allowed; -1: no
 static long long memory_in_use;
 static int initialized;
 static unsigned long name_sequence;
+static CUdeviceptr next_device_address = 0x200000000000ULL;
+
+static struct {
+    int driver_version, compute_mode, unified_addressing, ipc_events, legacy;
+    long long max_ipc_events;
+    long long copy_latency_micros;
+} settings = {13000, CU_COMPUTEMODE_DEFAULT, 1, 1, 0, -1, 5000};
+
+static char fail_entry[64];
+static CUresult fail_code;
+static int fail_times;
+static char last_violation[512];
 
 struct CUctx_st {
     uint32_t magic;
     int device;
     int retains;
+    unsigned generation; /* bumped at the last release: the driver destroys what the context held */
+    int live;            /* allocations, mappings, streams and events made in this generation */
 };
 static struct CUctx_st contexts[MAX_DEVICES];
 static __thread CUcontext current;
 
 /* an allocation of this process (own) or another process's allocation mapped here */
 struct region {
-    CUdeviceptr base;
+    CUdeviceptr base; /* the device address: nothing is mapped there on the host */
+    char *mapping;    /* the whole file: header, then the bytes */
     size_t size;
     int own;
-    int refs;
+    int refs;  /* IPC opens in this process */
+    int pins;  /* queued stream operations using it */
+    int gone;  /* freed or closed: unmapped once the last pin goes */
+    int device;
+    unsigned generation;
     char name[NAME_BYTES];
     struct region *next;
 };
 static struct region *regions;
+
+struct mem_header {
+    uint32_t magic;
+    uint32_t creator;
+    int32_t importers[IMPORTER_SLOTS];
+};
 
 static void configure_from_environment_locked(void) {
     if (directory[0] == 0) {
@@ -184,6 +245,44 @@ EXPORT void refshare_cuda_double_configure(const char *dir, int devices, long lo
     pthread_mutex_unlock(&mu);
 }
 
+/* Test-only: one setting by name (see the header comment); 0, or -1 for an unknown name. */
+EXPORT int refshare_cuda_double_set(const char *key, long long value) {
+    int known = 1;
+    pthread_mutex_lock(&mu);
+    if (strcmp(key, "driverVersion") == 0) {
+        settings.driver_version = (int) value;
+    } else if (strcmp(key, "computeMode") == 0) {
+        settings.compute_mode = (int) value;
+    } else if (strcmp(key, "unifiedAddressing") == 0) {
+        settings.unified_addressing = (int) value;
+    } else if (strcmp(key, "ipcEvents") == 0) {
+        settings.ipc_events = (int) value;
+    } else if (strcmp(key, "legacy") == 0) {
+        settings.legacy = (int) value;
+    } else if (strcmp(key, "maxIpcEvents") == 0) {
+        settings.max_ipc_events = value;
+    } else if (strcmp(key, "copyLatencyMicros") == 0) {
+        settings.copy_latency_micros = value;
+    } else if (strcmp(key, "violations") == 0) {
+        /* a test that provoked violations on purpose starts the count again */
+        __atomic_store_n(&counters[C_VIOLATIONS], value, __ATOMIC_RELAXED);
+        last_violation[0] = 0;
+    } else {
+        known = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    return known ? 0 : -1;
+}
+
+/* Test-only: the next `times` calls of entry point `entry` (e.g. "cuStreamSynchronize") fail with `code`. */
+EXPORT void refshare_cuda_double_fail(const char *entry, int code, int times) {
+    pthread_mutex_lock(&mu);
+    snprintf(fail_entry, sizeof fail_entry, "%s", entry);
+    fail_code = (CUresult) code;
+    fail_times = times;
+    pthread_mutex_unlock(&mu);
+}
+
 /* Test-only: a counter by name (see COUNTER_NAMES), or -1 for an unknown name. */
 EXPORT long long refshare_cuda_double_counter(const char *name) {
     for (int i = 0; i < N_COUNTERS; i++) {
@@ -194,25 +293,111 @@ EXPORT long long refshare_cuda_double_counter(const char *name) {
     return -1;
 }
 
+/* Test-only: the text of the last violation (empty if none) into buf. */
+EXPORT void refshare_cuda_double_last_violation(char *buf, int len) {
+    pthread_mutex_lock(&mu);
+    snprintf(buf, (size_t) len, "%s", last_violation);
+    pthread_mutex_unlock(&mu);
+}
+
+/* records a misuse the real driver would not report; mu must NOT be held */
+static void violation(const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&mu);
+    snprintf(last_violation, sizeof last_violation, "%s", text);
+    pthread_mutex_unlock(&mu);
+    count(C_VIOLATIONS, 1);
+    fprintf(stderr, "refshare CUDA test double: VIOLATION (pid %d): %s\n", (int) getpid(), text);
+}
+
 static void path_of(char *out, size_t size, const char *name) {
     snprintf(out, size, "%s/%s", directory, name);
 }
 
-static CUresult check_context(void) {
+static CUresult injected_failure(const char *entry) {
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&mu);
+    if (fail_times > 0 && strcmp(entry, fail_entry) == 0) {
+        fail_times--;
+        rc = fail_code;
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+static CUresult check_context(const char *entry) {
     if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
     if (current == NULL || current->magic != CTX_MAGIC || __atomic_load_n(&current->retains, __ATOMIC_RELAXED) <= 0) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    return CUDA_SUCCESS;
+    return injected_failure(entry);
 }
 
-#define REQUIRE_CONTEXT()                     \
-    do {                                      \
-        CUresult rc_ = check_context();       \
-        if (rc_ != CUDA_SUCCESS) return rc_;  \
+#define REQUIRE_CONTEXT()                         \
+    do {                                          \
+        CUresult rc_ = check_context(__func__);   \
+        if (rc_ != CUDA_SUCCESS) return rc_;      \
     } while (0)
+
+/* whether an object made on `device` in `generation` may be used now: its context is current and alive */
+static int in_current_context(int device, unsigned generation) {
+    return current != NULL && current->device == device
+           && __atomic_load_n(&current->generation, __ATOMIC_ACQUIRE) == generation;
+}
+
+static int context_alive(int device, unsigned generation) {
+    return __atomic_load_n(&contexts[device].generation, __ATOMIC_ACQUIRE) == generation;
+}
+
+static void context_object(int device, int delta) {
+    __atomic_add_fetch(&contexts[device].live, delta, __ATOMIC_RELAXED);
+}
+
+/* ---- importer tables: which other processes have an allocation or event open ---------------- */
+
+static int pid_alive(int32_t pid) {
+    return kill((pid_t) pid, 0) == 0 || errno == EPERM;
+}
+
+static int add_importer(int32_t *slots) {
+    int32_t self = (int32_t) getpid();
+    for (int i = 0; i < IMPORTER_SLOTS; i++) {
+        int32_t expected = 0;
+        if (__atomic_compare_exchange_n(&slots[i], &expected, self, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void remove_importer(int32_t *slots) {
+    int32_t self = (int32_t) getpid();
+    for (int i = 0; i < IMPORTER_SLOTS; i++) {
+        int32_t expected = self;
+        if (__atomic_compare_exchange_n(&slots[i], &expected, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            return;
+        }
+    }
+}
+
+/* other live processes in the table (a dead one's mapping is gone with it, as with the driver) */
+static int live_importers(int32_t *slots) {
+    int n = 0;
+    int32_t self = (int32_t) getpid();
+    for (int i = 0; i < IMPORTER_SLOTS; i++) {
+        int32_t pid = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
+        if (pid != 0 && pid != self && pid_alive(pid)) {
+            n++;
+        }
+    }
+    return n;
+}
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
@@ -225,8 +410,11 @@ static const struct { CUresult code; const char *name; const char *text; } ERROR
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_MAP_FAILED, "CUDA_ERROR_MAP_FAILED", "mapping of buffer object failed"},
+    {CUDA_ERROR_ALREADY_MAPPED, "CUDA_ERROR_ALREADY_MAPPED", "resource already mapped"},
     {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation not supported on this OS"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_TOO_MANY_PEERS, "CUDA_ERROR_TOO_MANY_PEERS", "peer mapping resources exhausted"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
 };
 
 static CUresult error_text(CUresult error, const char **out, int name) {
@@ -272,11 +460,13 @@ EXPORT CUresult cuInit(unsigned int flags) {
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDriverGetVersion(int *version) {
-    if (version == NULL) {
+EXPORT CUresult cuDriverGetVersion(int *driverVersion) {
+    if (driverVersion == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    *version = 13000;
+    pthread_mutex_lock(&mu);
+    *driverVersion = settings.driver_version;
+    pthread_mutex_unlock(&mu);
     return CUDA_SUCCESS;
 }
 
@@ -293,6 +483,13 @@ EXPORT CUresult cuDeviceGetCount(int *count_out) {
     return CUDA_SUCCESS;
 }
 
+static int valid_device(CUdevice device) {
+    pthread_mutex_lock(&mu);
+    int n = device_count;
+    pthread_mutex_unlock(&mu);
+    return device >= 0 && device < n;
+}
+
 EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
     if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
         return CUDA_ERROR_NOT_INITIALIZED;
@@ -300,56 +497,102 @@ EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) {
     if (device == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    pthread_mutex_lock(&mu);
-    int n = device_count;
-    pthread_mutex_unlock(&mu);
-    if (ordinal < 0 || ordinal >= n) {
+    if (!valid_device(ordinal)) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
     *device = ordinal;
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice device) {
+EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
     if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
     if (name == NULL || len <= 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (device < 0 || device >= MAX_DEVICES) {
+    if (!valid_device(dev)) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
-    snprintf(name, (size_t) len, "refshare CUDA test double #%d (not a GPU)", device);
+    snprintf(name, (size_t) len, "refshare CUDA test double #%d (not a GPU)", dev);
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice device) {
+EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (pi == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!valid_device(dev)) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&mu);
+    switch (attrib) {
+        case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+            *pi = 0;
+            break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
+            *pi = settings.compute_mode;
+            break;
+        case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+            *pi = settings.unified_addressing;
+            break;
+        case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
+            /* a CUDA 12 attribute: older drivers do not know it */
+            if (settings.driver_version < 12000) {
+                rc = CUDA_ERROR_INVALID_VALUE;
+            } else {
+                *pi = settings.ipc_events;
+            }
+            break;
+        default:
+            rc = CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_unlock(&mu);
+    return rc;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
         return CUDA_ERROR_NOT_INITIALIZED;
     }
     if (pctx == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (device < 0 || device >= MAX_DEVICES) {
+    if (!valid_device(dev)) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
-    __atomic_add_fetch(&contexts[device].retains, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&contexts[dev].retains, 1, __ATOMIC_RELAXED);
     count(C_LIVE_CONTEXT_RETAINS, 1);
-    *pctx = &contexts[device];
+    *pctx = &contexts[dev];
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
-    if (device < 0 || device >= MAX_DEVICES) {
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+    if (!valid_device(dev)) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
-    int left = __atomic_sub_fetch(&contexts[device].retains, 1, __ATOMIC_RELAXED);
-    if (left < 0) {
-        __atomic_add_fetch(&contexts[device].retains, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&mu);
+    if (contexts[dev].retains <= 0) {
+        pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_CONTEXT;
     }
+    int left = __atomic_sub_fetch(&contexts[dev].retains, 1, __ATOMIC_RELAXED);
+    int live = 0;
+    if (left == 0) {
+        /* the driver destroys the context and everything in it */
+        __atomic_add_fetch(&contexts[dev].generation, 1, __ATOMIC_RELEASE);
+        live = __atomic_exchange_n(&contexts[dev].live, 0, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&mu);
     count(C_LIVE_CONTEXT_RETAINS, -1);
+    if (live > 0) {
+        violation("cuDevicePrimaryCtxRelease_v2(%d): last release with %d allocations, mappings, streams or events"
+                  " still alive in the context (the driver destroys them)", dev, live);
+    }
     return CUDA_SUCCESS;
 }
 
@@ -365,12 +608,31 @@ EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
+    if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (pctx == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pctx = current;
+    return CUDA_SUCCESS;
+}
+
 /* ---- memory ---------------------------------------------------------------------------------- */
 
-/* the region containing [address, address + bytes), or NULL; mu held */
+static char *host_of(struct region *r) {
+    return r->mapping + HEADER_BYTES;
+}
+
+static struct mem_header *header_of(struct region *r) {
+    return (struct mem_header *) r->mapping;
+}
+
+/* the live region containing [address, address + bytes), or NULL; mu held */
 static struct region *region_containing_locked(CUdeviceptr address, size_t bytes) {
     for (struct region *r = regions; r != NULL; r = r->next) {
-        if (address >= r->base && address - r->base <= r->size && bytes <= r->size - (address - r->base)) {
+        if (!r->gone && address >= r->base && address - r->base <= r->size && bytes <= r->size - (address - r->base)) {
             return r;
         }
     }
@@ -379,7 +641,7 @@ static struct region *region_containing_locked(CUdeviceptr address, size_t bytes
 
 static struct region *region_at_locked(CUdeviceptr base, int own) {
     for (struct region *r = regions; r != NULL; r = r->next) {
-        if (r->base == base && r->own == own) {
+        if (!r->gone && r->base == base && r->own == own) {
             return r;
         }
     }
@@ -393,6 +655,40 @@ static void unlink_region_locked(struct region *gone) {
             return;
         }
     }
+}
+
+/* marks a region freed or closed; unmaps it now unless stream work still uses it (then the last unpin does) */
+static void retire_region(struct region *r) {
+    pthread_mutex_lock(&mu);
+    r->gone = 1;
+    int unmap_now = r->pins == 0;
+    if (unmap_now) {
+        unlink_region_locked(r);
+    }
+    pthread_mutex_unlock(&mu);
+    if (unmap_now) {
+        munmap(r->mapping, HEADER_BYTES + r->size);
+        free(r);
+    }
+}
+
+static void unpin_region(struct region *r) {
+    pthread_mutex_lock(&mu);
+    int unmap_now = --r->pins == 0 && r->gone;
+    if (unmap_now) {
+        unlink_region_locked(r);
+    }
+    pthread_mutex_unlock(&mu);
+    if (unmap_now) {
+        munmap(r->mapping, HEADER_BYTES + r->size);
+        free(r);
+    }
+}
+
+static CUdeviceptr new_device_address_locked(size_t size) {
+    CUdeviceptr base = next_device_address;
+    next_device_address += (size + DEVICE_ALIGNMENT - 1) / DEVICE_ALIGNMENT * DEVICE_ALIGNMENT + DEVICE_ALIGNMENT;
+    return base;
 }
 
 /* creates and maps a new file of `size` bytes; its name goes to `name`. A full directory is
@@ -420,8 +716,8 @@ static void *create_mapping_locked(const char *kind, size_t size, char *name, CU
     return p;
 }
 
-/* maps an existing file of exactly `size` bytes (0: any size, returned in *size_out) */
-static void *open_mapping_locked(const char *name, size_t size, size_t *size_out, CUresult *error) {
+/* maps an existing file of exactly `size` bytes */
+static void *open_mapping_locked(const char *name, size_t size, CUresult *error) {
     char path[600];
     path_of(path, sizeof path, name);
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -430,18 +726,17 @@ static void *open_mapping_locked(const char *name, size_t size, size_t *size_out
         return NULL;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size <= 0 || (size != 0 && (size_t) st.st_size != size)) {
+    if (fstat(fd, &st) != 0 || (size_t) st.st_size != size) {
         close(fd);
         *error = CUDA_ERROR_INVALID_HANDLE;
         return NULL;
     }
-    void *p = mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) {
         *error = CUDA_ERROR_MAP_FAILED;
         return NULL;
     }
-    *size_out = (size_t) st.st_size;
     return p;
 }
 
@@ -457,20 +752,26 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
     }
     CUresult error = CUDA_ERROR_OUT_OF_MEMORY;
     struct region *r = calloc(1, sizeof *r);
-    void *p = r == NULL ? NULL : create_mapping_locked("mem", bytesize, r->name, &error);
+    char *p = r == NULL ? NULL : create_mapping_locked("mem", HEADER_BYTES + bytesize, r->name, &error);
     if (p == NULL) {
         pthread_mutex_unlock(&mu);
         free(r);
         return error;
     }
-    r->base = (CUdeviceptr) (uintptr_t) p;
+    r->mapping = p;
+    r->base = new_device_address_locked(bytesize);
     r->size = bytesize;
     r->own = 1;
     r->refs = 1;
+    r->device = current->device;
+    r->generation = current->generation;
+    header_of(r)->creator = (uint32_t) getpid();
+    __atomic_store_n(&header_of(r)->magic, SHARED_MEM_MAGIC, __ATOMIC_RELEASE);
     r->next = regions;
     regions = r;
     memory_in_use += (long long) bytesize;
     pthread_mutex_unlock(&mu);
+    context_object(r->device, 1);
     count(C_MEM_ALLOC, 1);
     count(C_LIVE_ALLOCATIONS, 1);
     *dptr = r->base;
@@ -485,14 +786,24 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
         pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    unlink_region_locked(r);
+    if (!in_current_context(r->device, r->generation)) {
+        pthread_mutex_unlock(&mu);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     memory_in_use -= (long long) r->size;
     char path[600];
     path_of(path, sizeof path, r->name);
     unlink(path);
+    char name[NAME_BYTES];
+    memcpy(name, r->name, NAME_BYTES);
+    int importers = live_importers(header_of(r)->importers);
     pthread_mutex_unlock(&mu);
-    munmap((void *) (uintptr_t) r->base, r->size);
-    free(r);
+    if (importers > 0) {
+        violation("cuMemFree_v2(0x%llx): allocation %s freed while %d other process(es) still have it open", dptr,
+                  name, importers);
+    }
+    retire_region(r);
+    context_object(current->device, -1);
     count(C_MEM_FREE, 1);
     count(C_LIVE_ALLOCATIONS, -1);
     return CUDA_SUCCESS;
@@ -506,6 +817,10 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
         pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (!in_current_context(r->device, r->generation)) {
+        pthread_mutex_unlock(&mu);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     if (pbase != NULL) {
         *pbase = r->base;
     }
@@ -516,9 +831,9 @@ EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr) {
+EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
     REQUIRE_CONTEXT();
-    if (handle == NULL) {
+    if (pHandle == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     pthread_mutex_lock(&mu);
@@ -527,13 +842,17 @@ EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr) {
         pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    memset(handle, 0, sizeof *handle);
+    if (!in_current_context(r->device, r->generation)) {
+        pthread_mutex_unlock(&mu);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    memset(pHandle, 0, sizeof *pHandle);
     int32_t pid = (int32_t) getpid();
     uint64_t size = r->size;
-    memcpy(handle->reserved, MEM_MAGIC, 4);
-    memcpy(handle->reserved + 4, &pid, 4);
-    memcpy(handle->reserved + 8, &size, 8);
-    memcpy(handle->reserved + 16, r->name, strlen(r->name) + 1);
+    memcpy(pHandle->reserved, MEM_MAGIC, 4);
+    memcpy(pHandle->reserved + 4, &pid, 4);
+    memcpy(pHandle->reserved + 8, &size, 8);
+    memcpy(pHandle->reserved + 16, r->name, strlen(r->name) + 1);
     pthread_mutex_unlock(&mu);
     count(C_IPC_GET_MEM, 1);
     return CUDA_SUCCESS;
@@ -554,9 +873,9 @@ static int parse_handle(const char *h, const char magic[4], uint64_t *size, char
     return pid;
 }
 
-EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int flags) {
+EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags) {
     REQUIRE_CONTEXT();
-    if (pdptr == NULL || flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) {
+    if (pdptr == NULL || Flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     uint64_t size;
@@ -571,8 +890,12 @@ EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
     count(C_IPC_OPEN_MEM, 1);
     pthread_mutex_lock(&mu);
     for (struct region *r = regions; r != NULL; r = r->next) {
-        if (!r->own && strcmp(r->name, name) == 0) {
-            r->refs++; /* opened before: same address, one more reference, as the driver does */
+        if (!r->own && !r->gone && strcmp(r->name, name) == 0 && r->device == current->device) {
+            if (settings.legacy) {
+                pthread_mutex_unlock(&mu);
+                return CUDA_ERROR_ALREADY_MAPPED; /* drivers before reference-counted opens */
+            }
+            r->refs++; /* opened before: same address, one more reference, as current drivers do */
             *pdptr = r->base;
             pthread_mutex_unlock(&mu);
             return CUDA_SUCCESS;
@@ -584,21 +907,36 @@ EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult error = CUDA_SUCCESS;
-    size_t mapped;
-    void *p = open_mapping_locked(name, (size_t) size, &mapped, &error);
+    char *p = open_mapping_locked(name, HEADER_BYTES + (size_t) size, &error);
     if (p == NULL) {
         pthread_mutex_unlock(&mu);
         free(r);
         return error;
     }
-    r->base = (CUdeviceptr) (uintptr_t) p;
-    r->size = mapped;
+    r->mapping = p;
+    if (__atomic_load_n(&header_of(r)->magic, __ATOMIC_ACQUIRE) != SHARED_MEM_MAGIC) {
+        pthread_mutex_unlock(&mu);
+        munmap(p, HEADER_BYTES + (size_t) size);
+        free(r);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (!add_importer(header_of(r)->importers)) {
+        pthread_mutex_unlock(&mu);
+        munmap(p, HEADER_BYTES + (size_t) size);
+        free(r);
+        return CUDA_ERROR_TOO_MANY_PEERS;
+    }
+    r->base = new_device_address_locked((size_t) size);
+    r->size = (size_t) size;
     r->own = 0;
     r->refs = 1;
+    r->device = current->device;
+    r->generation = current->generation;
     memcpy(r->name, name, NAME_BYTES);
     r->next = regions;
     regions = r;
     pthread_mutex_unlock(&mu);
+    context_object(r->device, 1);
     count(C_LIVE_MAPPINGS, 1);
     *pdptr = r->base;
     return CUDA_SUCCESS;
@@ -612,15 +950,26 @@ EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
         pthread_mutex_unlock(&mu);
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (!in_current_context(r->device, r->generation)) {
+        pthread_mutex_unlock(&mu);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
     count(C_IPC_CLOSE_MEM, 1);
     if (--r->refs > 0) {
         pthread_mutex_unlock(&mu);
         return CUDA_SUCCESS;
     }
-    unlink_region_locked(r);
+    int pins = r->pins;
+    char name[NAME_BYTES];
+    memcpy(name, r->name, NAME_BYTES);
+    remove_importer(header_of(r)->importers);
     pthread_mutex_unlock(&mu);
-    munmap((void *) (uintptr_t) r->base, r->size);
-    free(r);
+    if (pins > 0) {
+        violation("cuIpcCloseMemHandle(0x%llx): mapping of %s closed while %d queued stream operation(s) still use it"
+                  " (a missing synchronize)", dptr, name, pins);
+    }
+    retire_region(r);
+    context_object(current->device, -1);
     count(C_LIVE_MAPPINGS, -1);
     return CUDA_SUCCESS;
 }
@@ -634,19 +983,22 @@ struct event_shared {
     uint64_t completed;
     uint64_t waits;
     uint64_t blocked;
+    int32_t importers[IMPORTER_SLOTS];
 };
 
 struct CUevent_st {
-    uint32_t magic;
+    uint32_t magic; /* DEAD_MAGIC once destroyed: the struct stays, so a stale handle is caught */
     int interprocess;
     int owner;
     int refs; /* the handle's own, plus one per queued operation; guarded by mu */
+    int device;
+    unsigned generation;
     char name[NAME_BYTES];
     struct event_shared *shared;
 };
 
 static int valid_event(CUevent e) {
-    return e != NULL && e->magic == EVENT_OBJ_MAGIC;
+    return e != NULL && __atomic_load_n(&e->magic, __ATOMIC_ACQUIRE) == EVENT_OBJ_MAGIC;
 }
 
 static void event_unref(CUevent e) {
@@ -655,32 +1007,47 @@ static void event_unref(CUevent e) {
     pthread_mutex_unlock(&mu);
     if (left == 0) {
         if (e->interprocess) {
-            munmap(e->shared, EVENT_FILE_BYTES);
+            if (!e->owner) {
+                remove_importer(e->shared->importers);
+            }
+            munmap(e->shared, HEADER_BYTES);
         } else {
             free(e->shared);
         }
-        e->magic = 0;
-        free(e);
+        e->shared = NULL;
     }
 }
 
-EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags) {
+/* room for one more interprocess event in this process (the legacy cap) */
+static int ipc_event_room(void) {
+    pthread_mutex_lock(&mu);
+    long long cap = settings.max_ipc_events;
+    pthread_mutex_unlock(&mu);
+    return cap < 0 || __atomic_load_n(&counters[C_LIVE_IPC_EVENTS], __ATOMIC_RELAXED) < cap;
+}
+
+EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
     REQUIRE_CONTEXT();
-    if (phEvent == NULL || (flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)) != 0
-        || ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING))) {
+    if (phEvent == NULL || (Flags & ~(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)) != 0
+        || ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((Flags & CU_EVENT_INTERPROCESS) && !ipc_event_room()) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     struct CUevent_st *e = calloc(1, sizeof *e);
     if (e == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    e->interprocess = (flags & CU_EVENT_INTERPROCESS) != 0;
+    e->interprocess = (Flags & CU_EVENT_INTERPROCESS) != 0;
     e->owner = 1;
     e->refs = 1;
+    e->device = current->device;
+    e->generation = current->generation;
     CUresult error = CUDA_ERROR_OUT_OF_MEMORY;
     if (e->interprocess) {
         pthread_mutex_lock(&mu);
-        e->shared = create_mapping_locked("ev", EVENT_FILE_BYTES, e->name, &error);
+        e->shared = create_mapping_locked("ev", HEADER_BYTES, e->name, &error);
         pthread_mutex_unlock(&mu);
     } else {
         e->shared = calloc(1, sizeof *e->shared);
@@ -691,44 +1058,68 @@ EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int flags) {
     }
     e->shared->creator = (uint32_t) getpid();
     __atomic_store_n(&e->shared->magic, SHARED_EVENT_MAGIC, __ATOMIC_RELEASE);
-    e->magic = EVENT_OBJ_MAGIC;
+    __atomic_store_n(&e->magic, EVENT_OBJ_MAGIC, __ATOMIC_RELEASE);
+    context_object(e->device, 1);
     count(C_EVENT_CREATE, 1);
     count(C_LIVE_EVENTS, 1);
+    if (e->interprocess) {
+        count(C_LIVE_IPC_EVENTS, 1);
+    }
     *phEvent = e;
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
     REQUIRE_CONTEXT();
+    CUevent e = hEvent;
     if (!valid_event(e)) {
         return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (!in_current_context(e->device, e->generation)) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (!__atomic_compare_exchange_n(&e->magic, &(uint32_t) {EVENT_OBJ_MAGIC}, DEAD_MAGIC, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED)) {
+        return CUDA_ERROR_INVALID_HANDLE; /* destroyed concurrently */
     }
     if (e->owner && e->interprocess) {
         char path[600];
         pthread_mutex_lock(&mu);
         path_of(path, sizeof path, e->name);
         pthread_mutex_unlock(&mu);
-        unlink(path); /* no process can open it any more; those that did keep their mapping */
+        unlink(path); /* no process can open it any more */
+        int importers = live_importers(e->shared->importers);
+        if (importers > 0) {
+            violation("cuEventDestroy_v2: interprocess event %s destroyed while %d other process(es) still have it"
+                      " open", e->name, importers);
+        }
     }
+    context_object(e->device, -1);
     count(C_EVENT_DESTROY, 1);
     count(C_LIVE_EVENTS, -1);
+    if (e->interprocess) {
+        count(C_LIVE_IPC_EVENTS, -1);
+    }
     event_unref(e); /* queued operations still using it keep it until they have run, as the driver does */
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *handle, CUevent e) {
+EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event) {
     REQUIRE_CONTEXT();
-    if (handle == NULL || !valid_event(e)) {
+    if (pHandle == NULL || !valid_event(event)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    if (!e->interprocess || !e->owner) {
+    if (!in_current_context(event->device, event->generation)) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (!event->interprocess || !event->owner) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    memset(handle, 0, sizeof *handle);
+    memset(pHandle, 0, sizeof *pHandle);
     int32_t pid = (int32_t) getpid();
-    memcpy(handle->reserved, EVENT_MAGIC, 4);
-    memcpy(handle->reserved + 4, &pid, 4);
-    memcpy(handle->reserved + 16, e->name, strlen(e->name) + 1);
+    memcpy(pHandle->reserved, EVENT_MAGIC, 4);
+    memcpy(pHandle->reserved + 4, &pid, 4);
+    memcpy(pHandle->reserved + 16, event->name, strlen(event->name) + 1);
     count(C_IPC_GET_EVENT, 1);
     return CUDA_SUCCESS;
 }
@@ -747,18 +1138,21 @@ EXPORT CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle) 
     if (pid == getpid()) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
+    if (!ipc_event_room()) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     struct CUevent_st *e = calloc(1, sizeof *e);
     if (e == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     CUresult error = CUDA_SUCCESS;
-    size_t mapped;
     pthread_mutex_lock(&mu);
-    e->shared = open_mapping_locked(name, EVENT_FILE_BYTES, &mapped, &error);
+    e->shared = open_mapping_locked(name, HEADER_BYTES, &error);
     pthread_mutex_unlock(&mu);
-    if (e->shared == NULL || __atomic_load_n(&e->shared->magic, __ATOMIC_ACQUIRE) != SHARED_EVENT_MAGIC) {
+    if (e->shared == NULL || __atomic_load_n(&e->shared->magic, __ATOMIC_ACQUIRE) != SHARED_EVENT_MAGIC
+        || !add_importer(e->shared->importers)) {
         if (e->shared != NULL) {
-            munmap(e->shared, EVENT_FILE_BYTES);
+            munmap(e->shared, HEADER_BYTES);
             error = CUDA_ERROR_INVALID_HANDLE;
         }
         free(e);
@@ -767,10 +1161,14 @@ EXPORT CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle) 
     e->interprocess = 1;
     e->owner = 0;
     e->refs = 1;
+    e->device = current->device;
+    e->generation = current->generation;
     memcpy(e->name, name, NAME_BYTES);
-    e->magic = EVENT_OBJ_MAGIC;
+    __atomic_store_n(&e->magic, EVENT_OBJ_MAGIC, __ATOMIC_RELEASE);
+    context_object(e->device, 1);
     count(C_IPC_OPEN_EVENT, 1);
     count(C_LIVE_EVENTS, 1);
+    count(C_LIVE_IPC_EVENTS, 1);
     *phEvent = e;
     return CUDA_SUCCESS;
 }
@@ -790,7 +1188,7 @@ static void wait_for_record(struct event_shared *s, uint64_t seq) {
     count(C_BLOCKED_WAITS, 1);
     struct timespec pause = {0, 50 * 1000};
     while (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) < seq) {
-        if (kill((pid_t) s->creator, 0) != 0 && errno == ESRCH) {
+        if (!pid_alive((int32_t) s->creator)) {
             return;
         }
         nanosleep(&pause, NULL);
@@ -804,16 +1202,18 @@ enum op_kind { OP_COPY, OP_RECORD, OP_WAIT };
 struct op {
     enum op_kind kind;
     void *dst;
-    void *src;
+    const void *src;
     size_t bytes;
-    int free_src;
+    struct region *region; /* pinned while the copy is queued */
     CUevent event;
     uint64_t seq;
     struct op *next;
 };
 
 struct CUstream_st {
-    uint32_t magic;
+    uint32_t magic; /* DEAD_MAGIC once destroyed: the struct stays, so a stale handle is caught */
+    int device;
+    unsigned generation;
     pthread_t thread;
     pthread_mutex_t m;
     pthread_cond_t cv; /* signalled when work arrives, when an operation ends and on stop */
@@ -842,12 +1242,17 @@ EXPORT long long refshare_cuda_double_pending(void) {
 
 static void run(struct op *op) {
     switch (op->kind) {
-        case OP_COPY:
+        case OP_COPY: {
+            /* a copy takes a while, as on a device: a host that reads without synchronizing sees old bytes */
+            pthread_mutex_lock(&mu);
+            long long latency = settings.copy_latency_micros;
+            pthread_mutex_unlock(&mu);
+            struct timespec t = {latency / 1000000, latency % 1000000 * 1000};
+            nanosleep(&t, NULL);
             memcpy(op->dst, op->src, op->bytes);
-            if (op->free_src) {
-                free(op->src);
-            }
+            unpin_region(op->region);
             break;
+        }
         case OP_RECORD:
             complete_record(op->event->shared, op->seq);
             break;
@@ -918,186 +1323,221 @@ static void drain(CUstream s) {
 }
 
 static int valid_stream(CUstream s) {
-    return s != NULL && s->magic == STREAM_MAGIC;
+    return s != NULL && __atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == STREAM_MAGIC;
 }
 
-EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int flags) {
+/* CUDA_SUCCESS when `s` (NULL: the context's default stream) can be used now */
+static CUresult check_stream(CUstream s) {
+    if (s == NULL) {
+        return CUDA_SUCCESS;
+    }
+    if (!valid_stream(s)) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    return in_current_context(s->device, s->generation) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
     REQUIRE_CONTEXT();
-    if (phStream == NULL || (flags & ~CU_STREAM_NON_BLOCKING) != 0) {
+    if (phStream == NULL || (Flags & ~CU_STREAM_NON_BLOCKING) != 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     struct CUstream_st *s = calloc(1, sizeof *s);
     if (s == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    s->device = current->device;
+    s->generation = current->generation;
     pthread_mutex_init(&s->m, NULL);
     pthread_cond_init(&s->cv, NULL);
     if (pthread_create(&s->thread, NULL, stream_worker, s) != 0) {
         free(s);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    s->magic = STREAM_MAGIC;
+    __atomic_store_n(&s->magic, STREAM_MAGIC, __ATOMIC_RELEASE);
+    context_object(s->device, 1);
     count(C_STREAM_CREATE, 1);
     count(C_LIVE_STREAMS, 1);
     *phStream = s;
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
+EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
     REQUIRE_CONTEXT();
-    if (!valid_stream(s)) {
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUstream s = hStream;
+    CUresult rc = s == NULL ? CUDA_ERROR_INVALID_HANDLE : check_stream(s);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
+    }
+    if (!__atomic_compare_exchange_n(&s->magic, &(uint32_t) {STREAM_MAGIC}, DEAD_MAGIC, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED)) {
+        return CUDA_ERROR_INVALID_HANDLE; /* destroyed concurrently */
     }
     pthread_mutex_lock(&s->m);
     s->stop = 1;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->m);
     pthread_join(s->thread, NULL); /* the worker runs what is queued first */
-    s->magic = 0;
-    pthread_cond_destroy(&s->cv);
-    pthread_mutex_destroy(&s->m);
-    free(s);
+    context_object(s->device, -1);
     count(C_STREAM_DESTROY, 1);
     count(C_LIVE_STREAMS, -1);
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuStreamSynchronize(CUstream s) {
+EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
     REQUIRE_CONTEXT();
     count(C_STREAM_SYNCHRONIZE, 1);
-    if (s == NULL) {
-        return CUDA_SUCCESS; /* the NULL stream runs everything at once in the double */
+    CUresult rc = check_stream(hStream);
+    if (rc != CUDA_SUCCESS || hStream == NULL) {
+        return rc; /* the NULL stream runs everything at once in the double */
     }
-    if (!valid_stream(s)) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    drain(s);
+    drain(hStream);
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+static struct op *new_op(enum op_kind kind, CUevent e, uint64_t seq) {
+    struct op *op = calloc(1, sizeof *op);
+    if (op != NULL && e != NULL) {
+        pthread_mutex_lock(&mu);
+        e->refs++;
+        pthread_mutex_unlock(&mu);
+    }
+    if (op != NULL) {
+        op->kind = kind;
+        op->event = e;
+        op->seq = seq;
+    }
+    return op;
+}
+
+EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
     REQUIRE_CONTEXT();
-    if (!valid_event(e) || (s != NULL && !valid_stream(s))) {
+    CUresult rc = check_stream(hStream);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
+    }
+    if (!valid_event(hEvent)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    uint64_t seq = __atomic_add_fetch(&e->shared->recorded, 1, __ATOMIC_ACQ_REL);
+    if (!in_current_context(hEvent->device, hEvent->generation)) {
+        return CUDA_ERROR_INVALID_CONTEXT; /* event and stream must be of the current context */
+    }
+    uint64_t seq = __atomic_add_fetch(&hEvent->shared->recorded, 1, __ATOMIC_ACQ_REL);
     count(C_EVENT_RECORD, 1);
-    if (s == NULL) {
-        complete_record(e->shared, seq);
+    if (hStream == NULL) {
+        complete_record(hEvent->shared, seq);
         return CUDA_SUCCESS;
     }
-    struct op *op = calloc(1, sizeof *op);
+    struct op *op = new_op(OP_RECORD, hEvent, seq);
     if (op == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    pthread_mutex_lock(&mu);
-    e->refs++;
-    pthread_mutex_unlock(&mu);
-    op->kind = OP_RECORD;
-    op->event = e;
-    op->seq = seq;
-    enqueue(s, op);
+    enqueue(hStream, op);
     return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
+EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
     REQUIRE_CONTEXT();
-    if (!valid_event(e) || (s != NULL && !valid_stream(s))) {
+    CUresult rc = check_stream(hStream);
+    if (rc != CUDA_SUCCESS) {
+        return rc;
+    }
+    /* the event may belong to another context (the driver allows it), but not to a destroyed one */
+    if (!valid_event(hEvent) || !context_alive(hEvent->device, hEvent->generation)) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    if (flags != 0) {
+    if (Flags != 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     /* the wait is for the record made most recently before this call (none: nothing to wait for) */
-    uint64_t seq = __atomic_load_n(&e->shared->recorded, __ATOMIC_ACQUIRE);
-    __atomic_add_fetch(&e->shared->waits, 1, __ATOMIC_RELAXED);
+    uint64_t seq = __atomic_load_n(&hEvent->shared->recorded, __ATOMIC_ACQUIRE);
+    __atomic_add_fetch(&hEvent->shared->waits, 1, __ATOMIC_RELAXED);
     count(C_STREAM_WAIT_EVENT, 1);
-    if (s == NULL) {
-        wait_for_record(e->shared, seq);
+    if (hStream == NULL) {
+        wait_for_record(hEvent->shared, seq);
         return CUDA_SUCCESS;
     }
-    struct op *op = calloc(1, sizeof *op);
+    struct op *op = new_op(OP_WAIT, hEvent, seq);
     if (op == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    pthread_mutex_lock(&mu);
-    e->refs++;
-    pthread_mutex_unlock(&mu);
-    op->kind = OP_WAIT;
-    op->event = e;
-    op->seq = seq;
-    enqueue(s, op);
+    enqueue(hStream, op);
     return CUDA_SUCCESS;
 }
 
 /* ---- copies ---------------------------------------------------------------------------------- */
 
-static int device_range_ok(CUdeviceptr address, size_t bytes) {
+/* the host address of [address, address + bytes) of one allocation or mapping of the current
+ * context, with the region pinned (the caller unpins), or an error */
+static CUresult device_range(CUdeviceptr address, size_t bytes, char **host, struct region **pinned) {
     pthread_mutex_lock(&mu);
-    int ok = region_containing_locked(address, bytes) != NULL;
+    struct region *r = region_containing_locked(address, bytes);
+    CUresult rc = CUDA_SUCCESS;
+    if (r == NULL) {
+        rc = CUDA_ERROR_INVALID_VALUE;
+    } else if (!in_current_context(r->device, r->generation)) {
+        rc = CUDA_ERROR_INVALID_CONTEXT;
+    } else {
+        r->pins++;
+        *host = host_of(r) + (address - r->base);
+        *pinned = r;
+    }
     pthread_mutex_unlock(&mu);
-    return ok;
+    return rc;
 }
 
-EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
-    REQUIRE_CONTEXT();
-    if (s != NULL && !valid_stream(s)) {
-        return CUDA_ERROR_INVALID_HANDLE;
-    }
-    if (bytes == 0) {
+static CUresult copy(void *dst, const void *src, size_t bytes, struct region *r, CUstream s) {
+    if (s == NULL) {
+        memcpy(dst, src, bytes);
+        unpin_region(r);
         return CUDA_SUCCESS;
     }
-    if (src == NULL || !device_range_ok(dst, bytes)) {
+    /* asynchronous for real: the host side is read or written when the stream gets there */
+    struct op *op = new_op(OP_COPY, NULL, 0);
+    if (op == NULL) {
+        unpin_region(r);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->dst = dst;
+    op->src = src;
+    op->bytes = bytes;
+    op->region = r;
+    enqueue(s, op);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream) {
+    REQUIRE_CONTEXT();
+    CUresult rc = check_stream(hStream);
+    if (rc != CUDA_SUCCESS || ByteCount == 0) {
+        return rc;
+    }
+    if (srcHost == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    char *dst;
+    struct region *r;
+    if ((rc = device_range(dstDevice, ByteCount, &dst, &r)) != CUDA_SUCCESS) {
+        return rc;
     }
     count(C_MEMCPY_HTOD, 1);
-    if (s == NULL) {
-        memcpy((void *) (uintptr_t) dst, src, bytes);
-        return CUDA_SUCCESS;
-    }
-    /* pageable source: staged now, so the caller may reuse it at once (as with the driver) */
-    struct op *op = calloc(1, sizeof *op);
-    void *staged = malloc(bytes);
-    if (op == NULL || staged == NULL) {
-        free(op);
-        free(staged);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    memcpy(staged, src, bytes);
-    op->kind = OP_COPY;
-    op->dst = (void *) (uintptr_t) dst;
-    op->src = staged;
-    op->bytes = bytes;
-    op->free_src = 1;
-    enqueue(s, op);
-    return CUDA_SUCCESS;
+    return copy(dst, srcHost, ByteCount, r, hStream);
 }
 
-EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
+EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream) {
     REQUIRE_CONTEXT();
-    if (s != NULL && !valid_stream(s)) {
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = check_stream(hStream);
+    if (rc != CUDA_SUCCESS || ByteCount == 0) {
+        return rc;
     }
-    if (bytes == 0) {
-        return CUDA_SUCCESS;
-    }
-    if (dst == NULL || !device_range_ok(src, bytes)) {
+    if (dstHost == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    char *src;
+    struct region *r;
+    if ((rc = device_range(srcDevice, ByteCount, &src, &r)) != CUDA_SUCCESS) {
+        return rc;
+    }
     count(C_MEMCPY_DTOH, 1);
-    if (s == NULL) {
-        memcpy(dst, (void *) (uintptr_t) src, bytes);
-        return CUDA_SUCCESS;
-    }
-    struct op *op = calloc(1, sizeof *op);
-    if (op == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    op->kind = OP_COPY;
-    op->dst = dst;
-    op->src = (void *) (uintptr_t) src;
-    op->bytes = bytes;
-    enqueue(s, op);
-    drain(s); /* into pageable memory the driver returns once the copy is done */
-    return CUDA_SUCCESS;
+    return copy(dstHost, src, ByteCount, r, hStream);
 }

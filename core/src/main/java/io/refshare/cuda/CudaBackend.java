@@ -37,7 +37,12 @@ public final class CudaBackend implements SegmentBackend {
         if (bytes <= 0) {
             throw new IllegalArgumentException("segment size must be positive: " + bytes);
         }
-        CudaDriver driver = context.bind();
+        try (CudaContext.Scope scope = context.enter()) {
+            return create(scope.driver(), bytes);
+        }
+    }
+
+    private Segment create(CudaDriver driver, long bytes) {
         long address;
         try {
             address = driver.memAlloc(bytes);
@@ -83,7 +88,9 @@ public final class CudaBackend implements SegmentBackend {
         }
         // unregistered first: from now on a descriptor naming it must not find it
         OWN.remove(s.handle(), s);
-        context.bind().memFree(s.address());
+        try (CudaContext.Scope scope = context.enter()) {
+            scope.driver().memFree(s.address());
+        }
     }
 
     /** The live segment of this process with this handle, or null. */

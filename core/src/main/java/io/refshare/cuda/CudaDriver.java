@@ -8,6 +8,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -50,12 +53,22 @@ public final class CudaDriver {
     public static final StructLayout IPC_EVENT_HANDLE = MemoryLayout.structLayout(
             MemoryLayout.sequenceLayout(IPC_HANDLE_BYTES, JAVA_BYTE).withName("reserved")).withName("CUipcEventHandle");
 
+    /** The oldest driver with every entry point bound here ({@code cuIpcOpenMemHandle_v2}, {@code cuDevicePrimaryCtxRelease_v2}). */
+    static final int MINIMUM_DRIVER_VERSION = 11000;
+
+    // constants named as in cuda.h (CudaAbiTest checks every static int named CU_* or CUDA_* against it)
+    static final int CUDA_ERROR_INVALID_VALUE = 1;
     static final int CUDA_ERROR_OUT_OF_MEMORY = 2;
     static final int CUDA_ERROR_NO_DEVICE = 100;
     static final int CU_EVENT_DISABLE_TIMING = 0x2;
     static final int CU_EVENT_INTERPROCESS = 0x4;
     static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
     static final int CU_STREAM_NON_BLOCKING = 0x1;
+    static final int CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20;
+    static final int CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41;
+    static final int CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED = 125;
+    static final int CU_COMPUTEMODE_PROHIBITED = 2;
+    static final int CU_COMPUTEMODE_EXCLUSIVE_PROCESS = 3;
 
     private static final Linker LINKER = Linker.nativeLinker();
 
@@ -67,9 +80,11 @@ public final class CudaDriver {
     private final MethodHandle deviceGetCount;
     private final MethodHandle deviceGet;
     private final MethodHandle deviceGetName;
+    private final MethodHandle deviceGetAttribute;
     private final MethodHandle primaryCtxRetain;
     private final MethodHandle primaryCtxRelease;
     private final MethodHandle ctxSetCurrent;
+    private final MethodHandle ctxGetCurrent;
     private final MethodHandle memAlloc;
     private final MethodHandle memFree;
     private final MethodHandle memGetAddressRange;
@@ -88,47 +103,90 @@ public final class CudaDriver {
     private final MethodHandle memcpyHtoDAsync;
     private final MethodHandle memcpyDtoHAsync;
 
+    /**
+     * Every entry point refshare binds, with its C prototype as a descriptor: the names are the
+     * versioned ones {@code cuda.h} maps the plain names to (on 64-bit builds), and
+     * {@code CudaAbiTest} compares names and descriptors with {@code cuda.h}'s prototypes.
+     */
+    static final Map<String, FunctionDescriptor> SIGNATURES = signatures();
+
+    private static Map<String, FunctionDescriptor> signatures() {
+        Map<String, FunctionDescriptor> m = new LinkedHashMap<>();
+        m.put("cuGetErrorName", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        m.put("cuGetErrorString", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        m.put("cuInit", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+        m.put("cuDriverGetVersion", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        m.put("cuDeviceGetCount", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        m.put("cuDeviceGet", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        m.put("cuDeviceGetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        m.put("cuDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        m.put("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        m.put("cuDevicePrimaryCtxRelease_v2", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+        m.put("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        m.put("cuCtxGetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        m.put("cuMemAlloc_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+        m.put("cuMemFree_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        m.put("cuMemGetAddressRange_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
+        m.put("cuIpcGetMemHandle", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
+        m.put("cuIpcOpenMemHandle_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, IPC_MEM_HANDLE, JAVA_INT));
+        m.put("cuIpcCloseMemHandle", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+        m.put("cuEventCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        m.put("cuEventRecord", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        m.put("cuEventDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        m.put("cuIpcGetEventHandle", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        m.put("cuIpcOpenEventHandle", FunctionDescriptor.of(JAVA_INT, ADDRESS, IPC_EVENT_HANDLE));
+        m.put("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        m.put("cuStreamDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        m.put("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        m.put("cuStreamSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        m.put("cuMemcpyHtoDAsync_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+        m.put("cuMemcpyDtoHAsync_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+        return Collections.unmodifiableMap(m);
+    }
+
     private CudaDriver(String library, SymbolLookup lib) {
         this.library = library;
         Binder b = new Binder(library, lib);
-        getErrorName = b.bind("cuGetErrorName", JAVA_INT, ADDRESS);
-        getErrorString = b.bind("cuGetErrorString", JAVA_INT, ADDRESS);
-        init = b.bind("cuInit", JAVA_INT);
-        driverGetVersion = b.bind("cuDriverGetVersion", ADDRESS);
-        deviceGetCount = b.bind("cuDeviceGetCount", ADDRESS);
-        deviceGet = b.bind("cuDeviceGet", ADDRESS, JAVA_INT);
-        deviceGetName = b.bind("cuDeviceGetName", ADDRESS, JAVA_INT, JAVA_INT);
-        primaryCtxRetain = b.bind("cuDevicePrimaryCtxRetain", ADDRESS, JAVA_INT);
-        primaryCtxRelease = b.bind("cuDevicePrimaryCtxRelease_v2", JAVA_INT);
-        ctxSetCurrent = b.bind("cuCtxSetCurrent", ADDRESS);
-        memAlloc = b.bind("cuMemAlloc_v2", ADDRESS, JAVA_LONG);
-        memFree = b.bind("cuMemFree_v2", JAVA_LONG);
-        memGetAddressRange = b.bind("cuMemGetAddressRange_v2", ADDRESS, ADDRESS, JAVA_LONG);
-        ipcGetMemHandle = b.bind("cuIpcGetMemHandle", ADDRESS, JAVA_LONG);
-        ipcOpenMemHandle = b.bind("cuIpcOpenMemHandle_v2", ADDRESS, IPC_MEM_HANDLE, JAVA_INT);
-        ipcCloseMemHandle = b.bind("cuIpcCloseMemHandle", JAVA_LONG);
-        eventCreate = b.bind("cuEventCreate", ADDRESS, JAVA_INT);
-        eventRecord = b.bind("cuEventRecord", ADDRESS, ADDRESS);
-        eventDestroy = b.bind("cuEventDestroy_v2", ADDRESS);
-        ipcGetEventHandle = b.bind("cuIpcGetEventHandle", ADDRESS, ADDRESS);
-        ipcOpenEventHandle = b.bind("cuIpcOpenEventHandle", ADDRESS, IPC_EVENT_HANDLE);
-        streamCreate = b.bind("cuStreamCreate", ADDRESS, JAVA_INT);
-        streamDestroy = b.bind("cuStreamDestroy_v2", ADDRESS);
-        streamWaitEvent = b.bind("cuStreamWaitEvent", ADDRESS, ADDRESS, JAVA_INT);
-        streamSynchronize = b.bind("cuStreamSynchronize", ADDRESS);
-        memcpyHtoDAsync = b.bind("cuMemcpyHtoDAsync_v2", JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS);
-        memcpyDtoHAsync = b.bind("cuMemcpyDtoHAsync_v2", ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS);
+        getErrorName = b.bind("cuGetErrorName");
+        getErrorString = b.bind("cuGetErrorString");
+        init = b.bind("cuInit");
+        driverGetVersion = b.bind("cuDriverGetVersion");
+        deviceGetCount = b.bind("cuDeviceGetCount");
+        deviceGet = b.bind("cuDeviceGet");
+        deviceGetName = b.bind("cuDeviceGetName");
+        deviceGetAttribute = b.bind("cuDeviceGetAttribute");
+        primaryCtxRetain = b.bind("cuDevicePrimaryCtxRetain");
+        primaryCtxRelease = b.bind("cuDevicePrimaryCtxRelease_v2");
+        ctxSetCurrent = b.bind("cuCtxSetCurrent");
+        ctxGetCurrent = b.bind("cuCtxGetCurrent");
+        memAlloc = b.bind("cuMemAlloc_v2");
+        memFree = b.bind("cuMemFree_v2");
+        memGetAddressRange = b.bind("cuMemGetAddressRange_v2");
+        ipcGetMemHandle = b.bind("cuIpcGetMemHandle");
+        ipcOpenMemHandle = b.bind("cuIpcOpenMemHandle_v2");
+        ipcCloseMemHandle = b.bind("cuIpcCloseMemHandle");
+        eventCreate = b.bind("cuEventCreate");
+        eventRecord = b.bind("cuEventRecord");
+        eventDestroy = b.bind("cuEventDestroy_v2");
+        ipcGetEventHandle = b.bind("cuIpcGetEventHandle");
+        ipcOpenEventHandle = b.bind("cuIpcOpenEventHandle");
+        streamCreate = b.bind("cuStreamCreate");
+        streamDestroy = b.bind("cuStreamDestroy_v2");
+        streamWaitEvent = b.bind("cuStreamWaitEvent");
+        streamSynchronize = b.bind("cuStreamSynchronize");
+        memcpyHtoDAsync = b.bind("cuMemcpyHtoDAsync_v2");
+        memcpyDtoHAsync = b.bind("cuMemcpyDtoHAsync_v2");
     }
 
     /** Looks up entry points, turning a missing one into a plain "driver too old" message. */
     private record Binder(String library, SymbolLookup lib) {
-        MethodHandle bind(String name, MemoryLayout... args) {
+        MethodHandle bind(String name) {
             Optional<MemorySegment> symbol = lib.find(name);
             if (symbol.isEmpty()) {
                 throw new CudaUnavailableException("CUDA driver " + library + " has no entry point " + name
                         + ": the driver is too old or this is not libcuda");
             }
-            return LINKER.downcallHandle(symbol.get(), FunctionDescriptor.of(JAVA_INT, args));
+            return LINKER.downcallHandle(symbol.get(), SIGNATURES.get(name));
         }
     }
 
@@ -185,6 +243,7 @@ public final class CudaDriver {
                     + "); CUDA needs the NVIDIA driver, or point " + LIBRARY_ENV + " (or -D" + LIBRARY_PROPERTY
                     + ") at libcuda.so", e);
         }
+        checkVersion(library, lib);
         CudaDriver driver = new CudaDriver(library, lib);
         int rc = invoke(() -> (int) driver.init.invokeExact(0));
         if (rc == CUDA_ERROR_NO_DEVICE) {
@@ -196,6 +255,35 @@ public final class CudaDriver {
                     + driver.errorName(rc) + " (" + driver.errorString(rc) + ")");
         }
         return driver;
+    }
+
+    /**
+     * Refuses a driver older than {@value #MINIMUM_DRIVER_VERSION} (CUDA 11.0) with a plain
+     * message, before binding entry points it lacks. {@code cuDriverGetVersion} exists in
+     * every driver and may be called before {@code cuInit}.
+     */
+    private static void checkVersion(String library, SymbolLookup lib) {
+        MethodHandle getVersion = new Binder(library, lib).bind("cuDriverGetVersion");
+        int version;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_INT);
+            int rc = invoke(() -> (int) getVersion.invokeExact(out));
+            if (rc != 0) {
+                throw new CudaUnavailableException("the CUDA driver " + library + " cannot start: cuDriverGetVersion"
+                        + " failed with code " + rc);
+            }
+            version = out.get(JAVA_INT, 0);
+        }
+        if (version < MINIMUM_DRIVER_VERSION) {
+            throw new CudaUnavailableException("the CUDA driver " + library + " is too old: it supports CUDA "
+                    + versionName(version) + ", refshare needs CUDA " + versionName(MINIMUM_DRIVER_VERSION)
+                    + " or newer (for cuIpcOpenMemHandle_v2 and cuDevicePrimaryCtxRelease_v2); update the NVIDIA driver");
+        }
+    }
+
+    /** 12040 -> "12.4", as cuda.h encodes versions. */
+    static String versionName(int version) {
+        return version / 1000 + "." + version % 1000 / 10;
     }
 
     /** The library this driver was loaded from. */
@@ -263,6 +351,22 @@ public final class CudaDriver {
         }
     }
 
+    /**
+     * {@code cuDeviceGetAttribute}; {@code ifUnknown} when the driver does not know the
+     * attribute (it answers {@code CUDA_ERROR_INVALID_VALUE}: an attribute newer than the driver).
+     */
+    public int deviceAttribute(int attribute, int device, int ifUnknown) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_INT);
+            int rc = invoke(() -> (int) deviceGetAttribute.invokeExact(out, attribute, device));
+            if (rc == CUDA_ERROR_INVALID_VALUE) {
+                return ifUnknown;
+            }
+            check(rc, "cuDeviceGetAttribute(attribute " + attribute + ", device " + device + ")");
+            return out.get(JAVA_INT, 0);
+        }
+    }
+
     /** {@code cuDevicePrimaryCtxRetain}: the device's primary context, one more reference to it. */
     public MemorySegment primaryContextRetain(int device) {
         try (Arena arena = Arena.ofConfined()) {
@@ -282,6 +386,15 @@ public final class CudaDriver {
     /** {@code cuCtxSetCurrent}: binds {@code context} to the calling thread. */
     public void setCurrentContext(MemorySegment context) {
         check(invoke(() -> (int) ctxSetCurrent.invokeExact(context)), "cuCtxSetCurrent");
+    }
+
+    /** {@code cuCtxGetCurrent}: the context bound to the calling thread ({@link MemorySegment#NULL} for none). */
+    public MemorySegment currentContext() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            check(invoke(() -> (int) ctxGetCurrent.invokeExact(out)), "cuCtxGetCurrent");
+            return out.get(ADDRESS, 0);
+        }
     }
 
     // ---- memory ---------------------------------------------------------------------------

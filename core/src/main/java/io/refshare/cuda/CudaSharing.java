@@ -20,6 +20,7 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * The CUDA half of one process's sharing engine: device blocks carved from {@code cuMemAlloc}
@@ -63,10 +64,16 @@ public final class CudaSharing implements DeviceSharing {
     private final CudaContext context;
     private final MemorySegment stream;
     private final CachingAllocator allocator;
+    /**
+     * Every use of the stream and the context holds the read lock, {@link #close()} the write
+     * lock: a release, open or copy racing with close either finishes first or finds it closed,
+     * never uses a stream close destroyed. The read lock is taken before this object's monitor.
+     */
+    private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
+    private volatile boolean closed; // written with the write lock held
     // ---- guarded by this ----
     private final Map<Storage, SendEvent> events = new IdentityHashMap<>();
     private final Map<HandleKey, Opened> opened = new HashMap<>();
-    private boolean closed;
     // ----
     private final LongAdder eventsCreated = new LongAdder();
     private final LongAdder eventsDestroyed = new LongAdder();
@@ -98,7 +105,10 @@ public final class CudaSharing implements DeviceSharing {
     public static CudaSharing open(Sharing sharing, CudaConfig config) {
         CudaContext context = CudaContext.open(CudaDriver.system(), config.device());
         try {
-            MemorySegment stream = context.bind().streamCreate(CudaDriver.CU_STREAM_NON_BLOCKING);
+            MemorySegment stream;
+            try (CudaContext.Scope scope = context.enter()) {
+                stream = scope.driver().streamCreate(CudaDriver.CU_STREAM_NON_BLOCKING);
+            }
             return new CudaSharing(config, context, stream, new CudaBackend(context, sharing.directory()),
                     sharing::collect);
         } catch (RuntimeException e) {
@@ -121,6 +131,48 @@ public final class CudaSharing implements DeviceSharing {
         return stream;
     }
 
+    /**
+     * The stream and the context in use on this thread: holds off {@link #close()} until it
+     * closes, with the context current (the caller's restored at the end).
+     */
+    private final class Use implements AutoCloseable {
+        private final CudaContext.Scope scope;
+
+        Use() {
+            lifecycle.readLock().lock();
+            try {
+                ensureOpen();
+                scope = context.enter();
+            } catch (RuntimeException | Error e) {
+                lifecycle.readLock().unlock();
+                throw e;
+            }
+        }
+
+        CudaDriver driver() {
+            return scope.driver();
+        }
+
+        @Override
+        public void close() {
+            try {
+                scope.close();
+            } finally {
+                lifecycle.readLock().unlock();
+            }
+        }
+    }
+
+    /** A {@link Use}, or null once closed (for the calls that then do nothing). */
+    private Use useIfOpen() {
+        lifecycle.readLock().lock();
+        try {
+            return closed ? null : new Use();
+        } finally {
+            lifecycle.readLock().unlock(); // the Use holds its own read lock
+        }
+    }
+
     // ---- copies -----------------------------------------------------------------------------
 
     /**
@@ -129,18 +181,19 @@ public final class CudaSharing implements DeviceSharing {
      */
     public void copyFromHost(MemorySegment src, Tensor dst) {
         long address = deviceSpan(dst, src.byteSize());
-        CudaDriver driver = context.bind();
-        if (src.isNative()) {
-            driver.memcpyHtoDAsync(address, src, src.byteSize(), stream);
-        } else {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment staged = arena.allocate(src.byteSize()).copyFrom(src);
-                driver.memcpyHtoDAsync(address, staged, staged.byteSize(), stream);
+        try (Use use = new Use()) {
+            CudaDriver driver = use.driver();
+            if (src.isNative()) {
+                driver.memcpyHtoDAsync(address, src, src.byteSize(), stream);
                 driver.streamSynchronize(stream);
-                return;
+            } else {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment staged = arena.allocate(src.byteSize()).copyFrom(src);
+                    driver.memcpyHtoDAsync(address, staged, staged.byteSize(), stream);
+                    driver.streamSynchronize(stream); // before the staging memory goes
+                }
             }
         }
-        driver.streamSynchronize(stream);
     }
 
     /**
@@ -154,7 +207,10 @@ public final class CudaSharing implements DeviceSharing {
             throw new IllegalArgumentException("an asynchronous copy needs native memory (an Arena's), not a heap"
                     + " segment");
         }
-        context.bind().memcpyHtoDAsync(deviceSpan(dst, src.byteSize()), src, src.byteSize(), stream);
+        long address = deviceSpan(dst, src.byteSize());
+        try (Use use = new Use()) {
+            use.driver().memcpyHtoDAsync(address, src, src.byteSize(), stream);
+        }
     }
 
     /**
@@ -164,16 +220,20 @@ public final class CudaSharing implements DeviceSharing {
      */
     public void copyToHost(Tensor src, MemorySegment dst) {
         long address = deviceSpan(src, dst.byteSize());
-        CudaDriver driver = context.bind();
-        if (dst.isNative()) {
-            driver.memcpyDtoHAsync(dst, address, dst.byteSize(), stream);
-            driver.streamSynchronize(stream);
-        } else {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment staged = arena.allocate(dst.byteSize());
-                driver.memcpyDtoHAsync(staged, address, staged.byteSize(), stream);
+        try (Use use = new Use()) {
+            CudaDriver driver = use.driver();
+            // the copy is asynchronous (into pinned memory it is with the driver too): the bytes are
+            // there only after the synchronize
+            if (dst.isNative()) {
+                driver.memcpyDtoHAsync(dst, address, dst.byteSize(), stream);
                 driver.streamSynchronize(stream);
-                dst.copyFrom(staged);
+            } else {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment staged = arena.allocate(dst.byteSize());
+                    driver.memcpyDtoHAsync(staged, address, staged.byteSize(), stream);
+                    driver.streamSynchronize(stream);
+                    dst.copyFrom(staged);
+                }
             }
         }
     }
@@ -190,7 +250,9 @@ public final class CudaSharing implements DeviceSharing {
 
     /** Waits until everything queued on {@link #stream()} has run. */
     public void synchronize() {
-        context.bind().streamSynchronize(stream);
+        try (Use use = new Use()) {
+            use.driver().streamSynchronize(stream);
+        }
     }
 
     /** The device address of the first byte {@code t} spans, checking it spans {@code hostBytes} bytes. */
@@ -233,23 +295,26 @@ public final class CudaSharing implements DeviceSharing {
     // ---- DeviceSharing: sending -----------------------------------------------------------
 
     @Override
-    public synchronized byte[] orderForSend(Storage storage) {
-        ensureOpen();
-        CudaDriver driver = context.bind();
-        SendEvent e = events.get(storage);
-        if (e == null) {
-            if (events.size() >= config.maxLiveEvents()) {
-                // over the cap: everything queued so far is done when the message leaves
-                driver.streamSynchronize(stream);
-                syncSends.increment();
-                return NO_EVENT;
+    public byte[] orderForSend(Storage storage) {
+        try (Use use = new Use()) {
+            CudaDriver driver = use.driver();
+            synchronized (this) {
+                SendEvent e = events.get(storage);
+                if (e == null) {
+                    if (events.size() >= config.maxLiveEvents()) {
+                        // over the cap: everything queued so far is done when the message leaves
+                        driver.streamSynchronize(stream);
+                        syncSends.increment();
+                        return NO_EVENT;
+                    }
+                    e = createEvent(driver);
+                    events.put(storage, e);
+                }
+                driver.eventRecord(e.event(), stream);
+                eventSends.increment();
+                return e.handle().bytes();
             }
-            e = createEvent(driver);
-            events.put(storage, e);
         }
-        driver.eventRecord(e.event(), stream);
-        eventSends.increment();
-        return e.handle().bytes();
     }
 
     private SendEvent createEvent(CudaDriver driver) {
@@ -270,16 +335,31 @@ public final class CudaSharing implements DeviceSharing {
     }
 
     @Override
-    public synchronized void disposed(Storage storage) {
-        SendEvent e = events.remove(storage);
-        if (e != null) {
-            destroy(e);
+    public void disposed(Storage storage) {
+        try (Use use = useIfOpen()) {
+            if (use == null) {
+                return; // close destroyed every event
+            }
+            SendEvent e;
+            synchronized (this) {
+                e = events.remove(storage);
+            }
+            if (e != null) {
+                try {
+                    destroy(use.driver(), e);
+                } catch (RuntimeException failure) {
+                    synchronized (this) {
+                        events.put(storage, e); // close() tries again, rather than leak it
+                    }
+                    throw failure;
+                }
+            }
         }
     }
 
-    private void destroy(SendEvent e) {
+    private void destroy(CudaDriver driver, SendEvent e) {
         OWN_EVENTS.remove(e.handle(), e.event());
-        context.bind().eventDestroy(e.event());
+        driver.eventDestroy(e.event());
         eventsDestroyed.increment();
     }
 
@@ -337,37 +417,38 @@ public final class CudaSharing implements DeviceSharing {
     @Override
     public ReceivedSegment open(Descriptor d) {
         HandleKey handle = new HandleKey(d.memoryHandle());
-        Opened o;
-        synchronized (this) {
-            ensureOpen();
-            o = opened.get(handle);
-            if (o == null) {
-                o = openSegment(handle, d);
-                opened.put(handle, o);
-            } else if (o.size != d.segmentSize()) {
-                throw new InvalidDataException("descriptor says segment " + d.segmentName() + " is " + d.segmentSize()
-                        + " bytes, but its memory handle names an allocation of " + o.size);
+        try (Use use = new Use()) {
+            CudaDriver driver = use.driver();
+            Opened o;
+            synchronized (this) {
+                o = opened.get(handle);
+                if (o == null) {
+                    o = openSegment(driver, handle, d);
+                    opened.put(handle, o);
+                } else if (o.size != d.segmentSize()) {
+                    throw new InvalidDataException("descriptor says segment " + d.segmentName() + " is "
+                            + d.segmentSize() + " bytes, but its memory handle names an allocation of " + o.size);
+                }
+                o.users++;
             }
-            o.users++;
-        }
-        if (d.hasEvent()) {
-            try {
-                waitFor(new HandleKey(d.eventHandle()));
-            } catch (RuntimeException e) {
-                release(o);
-                throw e;
+            if (d.hasEvent()) {
+                try {
+                    waitFor(driver, new HandleKey(d.eventHandle()));
+                } catch (RuntimeException e) {
+                    release(o);
+                    throw e;
+                }
             }
+            return o;
         }
-        return o;
     }
 
-    private Opened openSegment(HandleKey handle, Descriptor d) {
+    private Opened openSegment(CudaDriver driver, HandleKey handle, Descriptor d) {
         CudaSegment own = CudaBackend.ownSegment(handle);
         if (own != null) {
             checkSize(d, own.size());
             return new Opened(handle, own.name(), own.address(), own.size(), true);
         }
-        CudaDriver driver = context.bind();
         long address = driver.ipcOpenMemHandle(handle.bytes());
         ipcOpens.increment();
         try {
@@ -398,8 +479,7 @@ public final class CudaSharing implements DeviceSharing {
     }
 
     /** Makes {@link #stream()} wait for the work the sender recorded in the event. */
-    private void waitFor(HandleKey eventHandle) {
-        CudaDriver driver = context.bind();
+    private void waitFor(CudaDriver driver, HandleKey eventHandle) {
         MemorySegment own = OWN_EVENTS.get(eventHandle);
         if (own != null) {
             driver.streamWaitEvent(stream, own);
@@ -419,21 +499,22 @@ public final class CudaSharing implements DeviceSharing {
     @Override
     public void release(ReceivedSegment segment) {
         Opened o = (Opened) segment;
-        synchronized (this) {
-            if (closed) {
-                return;
+        try (Use use = useIfOpen()) {
+            if (use == null) {
+                return; // close closed every segment
             }
-        }
-        // work queued on our stream may still read the block: it finishes before the count goes back
-        context.bind().streamSynchronize(stream);
-        synchronized (this) {
-            if (closed || --o.users > 0) {
-                return;
-            }
-            opened.remove(o.handle);
-            if (!o.own) {
-                context.bind().ipcCloseMemHandle(o.address);
-                ipcCloses.increment();
+            CudaDriver driver = use.driver();
+            // work queued on our stream may still read the block: it finishes before the count goes back
+            driver.streamSynchronize(stream);
+            synchronized (this) {
+                if (--o.users > 0) {
+                    return;
+                }
+                opened.remove(o.handle);
+                if (!o.own) {
+                    driver.ipcCloseMemHandle(o.address);
+                    ipcCloses.increment();
+                }
             }
         }
     }
@@ -478,26 +559,36 @@ public final class CudaSharing implements DeviceSharing {
      * stream and the context. Failures are logged, not thrown: the rest still goes. Idempotent.
      */
     @Override
-    public synchronized void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        quietly("synchronize the stream", () -> context.bind().streamSynchronize(stream));
-        for (Opened o : opened.values()) {
-            if (!o.own) {
-                quietly("close " + o.name, () -> context.bind().ipcCloseMemHandle(o.address));
-                ipcCloses.increment();
+    public void close() {
+        lifecycle.writeLock().lock();
+        try {
+            if (closed) {
+                return;
             }
+            closed = true;
+            try (CudaContext.Scope scope = context.enter()) {
+                CudaDriver driver = scope.driver();
+                quietly("synchronize the stream", () -> driver.streamSynchronize(stream));
+                synchronized (this) {
+                    for (Opened o : opened.values()) {
+                        if (!o.own) {
+                            quietly("close " + o.name, () -> driver.ipcCloseMemHandle(o.address));
+                            ipcCloses.increment();
+                        }
+                    }
+                    opened.clear();
+                    for (SendEvent e : events.values()) {
+                        quietly("destroy an event", () -> destroy(driver, e));
+                    }
+                    events.clear();
+                }
+                allocator.close();
+                quietly("destroy the stream", () -> driver.streamDestroy(stream));
+            }
+            quietly("release " + context, context::close);
+        } finally {
+            lifecycle.writeLock().unlock();
         }
-        opened.clear();
-        for (SendEvent e : events.values()) {
-            quietly("destroy an event", () -> destroy(e));
-        }
-        events.clear();
-        allocator.close();
-        quietly("destroy the stream", () -> context.bind().streamDestroy(stream));
-        quietly("release " + context, context::close);
     }
 
     private static void quietly(String what, Runnable action) {

@@ -189,7 +189,10 @@ public final class Sharing implements AutoCloseable {
     /**
      * Takes the reference a descriptor carries and maps its memory. A descriptor can be
      * received once: a second attempt (here or in any process) fails without touching any
-     * count, and so does one naming another range than its token was handed out for.
+     * count, and so does one naming another range than its token was handed out for. Host
+     * memory is checked and mapped before the token is taken; device memory is opened after
+     * (so a stale descriptor never opens freed memory), and a device descriptor refused then
+     * gives its token back.
      *
      * @throws io.refshare.exceptions.ResourceLimitException when this process cannot record itself in
      *         the sender's counter file (every peer entry taken): nothing was consumed, the
@@ -199,19 +202,31 @@ public final class Sharing implements AutoCloseable {
      */
     public ReceivedBlock receive(Descriptor d) {
         ensureOpen();
+        // the device half first: a process without a driver refuses before anything is taken
+        DeviceSharing dev = d.backend() == Backend.CUDA ? device() : null;
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
+        int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
+        Token token = new Token(counters, d.slot(), tag);
         ReceivedSegment mapping = null;
+        boolean claimed = false;
         try {
             if (counters.owner().pid() != d.senderPid() || counters.owner().startTicks() != d.senderStartTicks()) {
                 throw new InvalidDataException("descriptor claims sender pid " + d.senderPid() + " but "
                         + counters + " belongs to " + counters.owner());
             }
-            // everything is checked and mapped before the token is taken: a rejected message costs no count
-            mapping = d.backend() == Backend.CUDA ? device().open(d)
-                    : receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
-            int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
-            if (!claim(counters, d.slot(), tag)) {
-                throw notClaimed(counters, d.slot(), tag);
+            if (dev != null) {
+                // device memory is claimed before it is opened: while the token is ours the sender cannot
+                // free the allocation nor destroy the event, so a stale descriptor (returned, received, its
+                // block freed) never opens either. A descriptor refused after the claim gives the token back.
+                claimOrThrow(counters, d.slot(), tag);
+                claimed = true;
+                mapping = dev.open(d);
+            } else {
+                // host memory outlives its sender: everything is checked and mapped before the token is
+                // taken, so a rejected message costs no count
+                mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
+                claimOrThrow(counters, d.slot(), tag);
+                claimed = true;
             }
             received.increment();
             Events.Receive receipt = new Events.Receive();
@@ -222,13 +237,29 @@ public final class Sharing implements AutoCloseable {
                 receipt.slot = d.slot();
                 receipt.commit();
             }
-            return new ReceivedBlock(this, new Token(counters, d.slot(), tag), mapping, d.offset(), d.length());
+            return new ReceivedBlock(this, token, mapping, d.offset(), d.length());
         } catch (RuntimeException e) {
-            if (mapping != null) {
-                unmap(mapping);
+            try {
+                if (mapping != null) {
+                    unmap(mapping); // closed before the token goes back
+                }
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+                receiveCache.unholdCounters(counters); // the memory may still be open: the count stays
+                throw e;
             }
-            receiveCache.unholdCounters(counters);
+            if (claimed) {
+                receiveCache.releaseToken(token); // unholds the counters too
+            } else {
+                receiveCache.unholdCounters(counters);
+            }
             throw e;
+        }
+    }
+
+    private static void claimOrThrow(CounterFile counters, int slot, int tag) {
+        if (!claim(counters, slot, tag)) {
+            throw notClaimed(counters, slot, tag);
         }
     }
 
@@ -268,11 +299,26 @@ public final class Sharing implements AutoCloseable {
         }
         // device memory: our view closes before the token goes back, since the sender may free
         // the memory once it has, and CUDA leaves freeing before the importer's close undefined
+        RuntimeException failure = null;
         try {
-            device.disposed(block);
+            device.disposed(block); // the event of a forwarded block: its failure must not keep the segment open
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        try {
             device.release(segment);
-        } finally {
-            receiveCache.releaseToken(token);
+        } catch (RuntimeException e) {
+            // the memory may still be open here: keeping the token (until this process exits and the
+            // sender reclaims it) leaks a block, returning it could let the sender free memory in use
+            receiveCache.unholdCounters(token.file());
+            if (failure != null) {
+                e.addSuppressed(failure);
+            }
+            throw e;
+        }
+        receiveCache.releaseToken(token);
+        if (failure != null) {
+            throw failure;
         }
     }
 

@@ -81,6 +81,9 @@ class CudaAcrossProcessesTest {
     }
 
     static void exit(ChildJvm c) {
+        // -1 against a real driver; with the double, no misuse was recorded in the consumer
+        assertTrue(numbers(send(c, "DOUBLE violations"), "DOUBLE")[0] <= 0, "the test double recorded a misuse in a"
+                + " consumer (its stderr has the text)");
         assertEquals("BYE", send(c, "EXIT"));
         assertEquals(0, c.waitFor());
     }
@@ -311,6 +314,39 @@ class CudaAcrossProcessesTest {
                 exit(c);
             }
             CudaDriverTest.assertNoDeviceObjectsLeft(td);
+        }
+    }
+
+    /**
+     * Ordering that a real GPU can show too: the producer queues a large asynchronous copy and
+     * sends at once, without synchronizing; the consumer copies the tensor back and must see
+     * every byte of it. Without the event wait it would race the copy (with the double, each
+     * stream copy takes a while, so it would lose).
+     */
+    @Test
+    void aConsumerReadsAfterALargeAsyncCopy() throws InterruptedException {
+        CudaTestSupport.require();
+        long bytes = 32L << 20;
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            try (Refshare rs = Refshare.open(shm.config()); ChildJvm c = consumer(shm);
+                 Arena arena = Arena.ofShared()) {
+                for (int round = 0; round < 3; round++) {
+                    Tensor t = rs.allocate(CUDA, DType.UINT8, bytes);
+                    MemorySegment host = arena.allocate(bytes);
+                    Patterns.fill(host, 70 + round);
+                    rs.cuda().copyFromHostAsync(host, t); // queued, not waited for
+                    assertEquals("OK r" + round, send(c, "RECV r" + round + " " + (70 + round) + " "
+                            + HEX.formatHex(rs.share(t))), "the consumer read after the producer's copy");
+                    t.close();
+                    assertEquals("CLOSED r" + round, send(c, "CLOSE r" + round));
+                }
+                assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
+                exit(c);
+            }
+            if (td != null) {
+                CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            }
         }
     }
 

@@ -235,23 +235,12 @@ class CudaDriverTest {
         }
     }
 
-    /** The double's entry points, compiled against the real cuda.h: same names, same C signatures. */
-    @Test
-    void theTestDoubleHasTheDriversAbi() {
-        Path header = Path.of(System.getenv().getOrDefault("CUDA_HOME", "/usr/local/cuda"), "include", "cuda.h");
-        Assumptions.assumeTrue(Files.isRegularFile(header), "no cuda.h at " + header + " to check the double against");
-        Path source = CudaTestSupport.moduleDirectory().resolve(CudaTestSupport.SOURCE);
-        String problem = CudaTestSupport.run(List.of(CudaTestSupport.compiler(), "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
-                "-DREFSHARE_CHECK_AGAINST_CUDA_H", "-I" + header.getParent(), source.toString()));
-        Assumptions.assumeFalse(problem != null && problem.startsWith("cannot run "), problem);
-        assertNull(problem);
-    }
-
     static void assertNoDeviceObjectsLeft(TestDouble td) {
         for (String live : List.of("liveAllocations", "liveMappings", "liveEvents", "liveStreams",
                 "livePrimaryContextRetains")) {
             assertEquals(0, td.counter(live), live + " in the test double after close");
         }
         assertFalse(td.pending() > 0, "no stream work left");
+        assertEquals(0, td.violations(), () -> "the test double recorded a misuse: " + td.lastViolation());
     }
 }

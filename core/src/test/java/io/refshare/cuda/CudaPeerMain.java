@@ -27,6 +27,9 @@ import java.util.Map;
  *   FORWARD id         share a kept tensor onward                          -> FORWARDED hex
  *   REFUSE hex         try to receive, expecting a refusal                 -> REFUSED message | ACCEPTED
  *   CLOSE id           close a kept tensor                                 -> CLOSED id
+ *   CLOSEASYNC id      close a kept tensor on another thread, answer at once -> CLOSING id
+ *   JOIN id            wait for that close to end                          -> CLOSED id | ERROR ...
+ *   SET key value      a setting of the test double (nothing against a real driver) -> SET
  *   MAPPED host|cuda   segments of other processes mapped/opened now       -> MAPPED n
  *   CUDA               -> CUDA openSegments ipcOpens ipcCloses eventWaits
  *   DOUBLE name...     test double counters (-1 each against a real driver) -> DOUBLE v...
@@ -51,6 +54,8 @@ public final class CudaPeerMain {
         }
         HexFormat hex = HexFormat.of();
         Map<String, Tensor> kept = new HashMap<>();
+        Map<String, Thread> closing = new HashMap<>();
+        Map<String, RuntimeException> closeFailures = new java.util.concurrent.ConcurrentHashMap<>();
         SharedHolder holder = null;
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
@@ -81,6 +86,31 @@ public final class CudaPeerMain {
                         case "CLOSE" -> {
                             kept.remove(w[1]).close();
                             yield "CLOSED " + w[1];
+                        }
+                        case "CLOSEASYNC" -> {
+                            Tensor t = kept.remove(w[1]);
+                            closing.put(w[1], Thread.ofPlatform().start(() -> {
+                                try {
+                                    t.close();
+                                } catch (RuntimeException e) {
+                                    closeFailures.put(w[1], e);
+                                }
+                            }));
+                            yield "CLOSING " + w[1];
+                        }
+                        case "JOIN" -> {
+                            closing.remove(w[1]).join();
+                            RuntimeException failure = closeFailures.remove(w[1]);
+                            if (failure != null) {
+                                throw failure;
+                            }
+                            yield "CLOSED " + w[1];
+                        }
+                        case "SET" -> {
+                            if (testDouble != null) {
+                                testDouble.set(w[1], Long.parseLong(w[2]));
+                            }
+                            yield "SET";
                         }
                         case "MAPPED" -> "MAPPED " + (w[1].equals("host") ? rs.stats().mappedSegments()
                                 : rs.cuda().stats().openSegments());
