@@ -1,10 +1,11 @@
 package io.refshare.cuda;
 
-import io.refshare.Device;
+import io.refshare.tensor.Device;
+import io.refshare.Internals;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.tensor.DType;
-import io.refshare.tensor.Tensor;
+import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
@@ -55,12 +56,12 @@ class CudaSafetyTest {
             try (Refshare rs = Refshare.open(shm.config())) {
                 Tensor t = rs.allocate(CUDA, DType.UINT8, 4096);
                 fill(rs, t, 3);
-                Tensor back = rs.receive(rs.shareDescriptor(t));
-                assertEquals(1, rs.sharing().liveCounts());
+                Tensor back = Internals.receive(rs, Internals.shareDescriptor(rs, t));
+                assertEquals(1, Internals.sharing(rs).liveCounts());
                 td.fail("cuStreamSynchronize", 700, 1);
                 var e = assertThrows(CudaException.class, back::close);
                 assertEquals("cuStreamSynchronize", e.call());
-                assertEquals(1, rs.sharing().liveCounts(), "the token stays counted while the memory may be open");
+                assertEquals(1, Internals.sharing(rs).liveCounts(), "the token stays counted while the memory may be open");
                 t.close();
             } finally {
                 td.reset();
@@ -77,13 +78,13 @@ class CudaSafetyTest {
             try (Refshare rs = Refshare.open(shm.config())) {
                 Tensor t = rs.allocate(CUDA, DType.UINT8, 4096);
                 fill(rs, t, 4);
-                Tensor back = rs.receive(rs.shareDescriptor(t));
+                Tensor back = Internals.receive(rs, Internals.shareDescriptor(rs, t));
                 assertTrue(rs.cancel(rs.share(back)), "forwarded once: back's storage has an event of its own");
                 td.fail("cuEventDestroy_v2", 700, 1);
                 var e = assertThrows(CudaException.class, back::close);
                 assertEquals("cuEventDestroy_v2", e.call());
                 assertEquals(0, rs.cuda().stats().openSegments(), "the segment was released all the same");
-                assertEquals(0, rs.sharing().liveCounts(), "and then the token went back");
+                assertEquals(0, Internals.sharing(rs).liveCounts(), "and then the token went back");
                 t.close();
             } finally {
                 td.reset();
@@ -132,8 +133,8 @@ class CudaSafetyTest {
                 Patterns.fill(host, 6);
                 rs.cuda().copyFromHost(host, t);
                 assertEquals(mine.address(), driver.currentContext().address(), "after copyFromHost");
-                Descriptor d = rs.shareDescriptor(t);
-                try (Tensor back = rs.receive(d)) {
+                Descriptor d = Internals.shareDescriptor(rs, t);
+                try (Tensor back = Internals.receive(rs, d)) {
                     assertEquals(-1, Patterns.firstMismatch(rs.cuda().copyToHost(back, arena), 6));
                 }
                 assertEquals(mine.address(), driver.currentContext().address(), "after receive, copy, close");
@@ -158,7 +159,7 @@ class CudaSafetyTest {
             try (Refshare rs = Refshare.open(shm.config()); Arena arena = Arena.ofShared()) {
                 Tensor t = rs.allocate(CUDA, DType.UINT8, 4096);
                 fill(rs, t, 8);
-                Tensor back = rs.receive(rs.shareDescriptor(t));
+                Tensor back = Internals.receive(rs, Internals.shareDescriptor(rs, t));
                 MemorySegment written = arena.allocate(4096);
                 td.pause(true);
                 AtomicReference<Throwable> failure = new AtomicReference<>();
