@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 refshare_find_jdk
 refshare_require_maven
 export REFSHARE_CUDA=double
-C=core/src/main/java/io/refshare/cuda
+C=core/src/main/java/io/refshare/cuda/driver
 D=core/src/test/c/refshare_cuda_test_double.c
 S=core/src/main/java/io/refshare/share/Sharing.java
 

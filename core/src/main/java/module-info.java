@@ -6,7 +6,9 @@
  * memory, shares and receives them, and creates and opens {@link io.refshare.ShareQueue}s and
  * {@link io.refshare.SharedHolder}s. Element types, shapes and devices are values in
  * {@code io.refshare.tensor}; every failure refshare reports is in
- * {@code io.refshare.exceptions}; figures for monitoring are in {@code io.refshare.stats}.
+ * {@code io.refshare.exceptions}; figures for monitoring are in {@code io.refshare.stats};
+ * {@link io.refshare.Refshare#cuda()} and {@code io.refshare.cuda} (its settings and errors)
+ * are the CUDA side.
  *
  * <p>refshare calls the C library (and, for device memory, the CUDA driver) through the
  * foreign function API, so the JVM must let this module use native access:

@@ -6,7 +6,7 @@ import io.refshare.tensor.Device;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
-import io.refshare.cuda.CudaSharing;
+import io.refshare.cuda.driver.CudaSharing;
 import io.refshare.inspect.Janitor;
 import io.refshare.share.ReceivedBlock;
 import io.refshare.share.Sharing;
@@ -49,6 +49,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 public final class Refshare implements AutoCloseable {
     private final RefshareConfig config;
     private final Sharing sharing;
+    /** The public face of the CUDA side, made on the first {@link #cuda()}. */
+    private volatile Cuda cuda;
     private final AtomicBoolean closed = new AtomicBoolean();
     /** What receive(byte[]) decoded lately: a pool's blocks come again and again. */
     private final DecodeMemo decoded = new DecodeMemo();
@@ -182,8 +184,17 @@ public final class Refshare implements AutoCloseable {
      * @throws IllegalStateException                     when this instance is closed before the
      *                                                   driver was ever loaded
      */
-    public CudaSharing cuda() {
-        return (CudaSharing) sharing.device();
+    public Cuda cuda() {
+        Cuda c = cuda;
+        if (c == null) {
+            synchronized (this) {
+                if (cuda == null) {
+                    cuda = new Cuda((CudaSharing) sharing.device());
+                }
+                c = cuda;
+            }
+        }
+        return c;
     }
 
     /**

@@ -107,14 +107,27 @@ public final class Tensor implements AutoCloseable {
     }
 
     /**
-     * The storage this tensor views; valid while the tensor is open. Internal: for the CUDA
-     * backend until its tensor operations move up beside this class. Its type is in a package
-     * this module does not export, so code outside refshare cannot use it.
+     * Where this device tensor's first element is in this process's CUDA address space, for
+     * kernels and other CUDA code (PyTorch's {@code data_ptr()}): its memory's device address
+     * plus the layout's byte offset.
+     *
+     * @return a device pointer, valid until this tensor is closed
+     * @throws UnsupportedOperationException for a tensor in host memory (use {@link #data()})
+     * @throws IllegalStateException         once this tensor, or its {@code Refshare}, is closed
+     */
+    public long deviceAddress() {
+        ensureOpen();
+        return storage.deviceAddress() + layout.byteOffset();
+    }
+
+    /**
+     * The storage this tensor views, for the classes beside this one (sharing, the CUDA copies);
+     * valid while the tensor is open.
      *
      * @return the storage, without a reference of its own: do not use it past {@link #close()}
      * @throws IllegalStateException once this tensor, or its {@code Refshare}, is closed
      */
-    public Storage storage() {
+    Storage storage() {
         ensureOpen();
         return storage;
     }

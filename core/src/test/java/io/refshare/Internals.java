@@ -1,6 +1,7 @@
 package io.refshare;
 
 import io.refshare.channel.QueueStats;
+import io.refshare.cuda.driver.CudaSharing;
 import io.refshare.share.Sharing;
 import io.refshare.wire.Descriptor;
 
@@ -22,6 +23,16 @@ public final class Internals {
 
     public static Tensor receive(Refshare rs, Descriptor descriptor) {
         return rs.receive(descriptor);
+    }
+
+    /** The CUDA side's engine under {@link Refshare#cuda()} (loads the driver). */
+    public static CudaSharing cudaSharing(Refshare rs) {
+        rs.cuda();
+        return (CudaSharing) rs.sharing().device();
+    }
+
+    public static io.refshare.share.Storage storage(Tensor tensor) {
+        return tensor.storage();
     }
 
     public static QueueStats stats(ShareQueue queue) {

@@ -90,7 +90,7 @@ final class DemoCommand implements Callable<Integer> {
         if (!device.isHost()) {
             // fail before anything starts: no driver or no device is a plain one-line error
             try (Refshare probe = Refshare.open(config)) {
-                System.out.println("device " + probe.cuda().context());
+                System.out.println("device " + probe.cuda());
             }
         }
         ShmDirectory shmDir = ShmOptions.directory(config);

@@ -8,7 +8,7 @@ import io.refshare.wire.Descriptor;
  * The device half of a {@link Sharing}: what the engine asks of a device backend (CUDA) at
  * the few points where device memory differs from host memory. It sits behind this
  * interface so that the host path never loads a driver: {@link Sharing} creates it on first
- * use through the factory it was given ({@code io.refshare.cuda.CudaSharing} implements it).
+ * use through the factory it was given ({@code io.refshare.cuda.driver.CudaSharing} implements it).
  *
  * <p>Tokens, the limbo and collection stay in {@link Sharing} and work the same for both
  * kinds of memory; only allocation, ordering and mapping differ.

@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>Either kind lives in host shared memory or in CUDA device memory ({@link #backend()}):
  * host bytes are reached through {@link #memory()}, device bytes through
- * {@link #deviceAddress()} (and the copies of {@code io.refshare.cuda.CudaSharing}).
+ * {@link #deviceAddress()} (and the copies of {@code io.refshare.cuda.driver.CudaSharing}).
  */
 public abstract sealed class Storage permits LocalBlock, MappedBlock {
     private final AtomicInteger references = new AtomicInteger(1);

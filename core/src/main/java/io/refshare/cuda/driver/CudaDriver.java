@@ -1,5 +1,7 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.cuda.CudaException;
+import io.refshare.cuda.CudaUnavailableException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;

@@ -1,5 +1,6 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.stats.CudaStats;
 import io.refshare.Internals;
 import io.refshare.stats.RefshareStats;
 import io.refshare.tensor.Device;
@@ -19,12 +20,12 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 
-import static io.refshare.cuda.CudaAcrossProcessesTest.consumer;
-import static io.refshare.cuda.CudaAcrossProcessesTest.exit;
-import static io.refshare.cuda.CudaAcrossProcessesTest.fill;
-import static io.refshare.cuda.CudaAcrossProcessesTest.numbers;
-import static io.refshare.cuda.CudaAcrossProcessesTest.send;
-import static io.refshare.cuda.CudaAcrossProcessesTest.testDouble;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.consumer;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.exit;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.fill;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.numbers;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.send;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.testDouble;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -127,7 +128,7 @@ class CudaHolderAcrossProcessesTest {
                     assertEquals(0, s.anomalies());
                     assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
                     assertEquals(3, rs.stats().collected(), "each version's block freed exactly once");
-                    CudaSharing.Stats device = rs.cuda().stats();
+                    CudaStats device = rs.cuda().stats();
                     assertEquals(0, Internals.sharing(rs).liveCounts());
                     assertEquals(0, device.allocator().blocksInUse());
                     assertEquals(0, device.liveEvents(), "each version's event went with its block");

@@ -1,5 +1,8 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.cuda.CudaConfig;
+import io.refshare.cuda.CudaException;
+import io.refshare.cuda.CudaUnavailableException;
 import io.refshare.tensor.Device;
 import io.refshare.Internals;
 import io.refshare.Refshare;
@@ -18,11 +21,11 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.concurrent.atomic.AtomicReference;
 
-import static io.refshare.cuda.CudaAcrossProcessesTest.consumer;
-import static io.refshare.cuda.CudaAcrossProcessesTest.exit;
-import static io.refshare.cuda.CudaAcrossProcessesTest.fill;
-import static io.refshare.cuda.CudaAcrossProcessesTest.numbers;
-import static io.refshare.cuda.CudaAcrossProcessesTest.send;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.consumer;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.exit;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.fill;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.numbers;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.send;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -172,7 +175,7 @@ class CudaSafetyTest {
                     while (td.counter("cuStreamSynchronize") == syncs) {
                         Thread.sleep(1);
                     }
-                    closer = Thread.ofPlatform().start(() -> run(rs.cuda()::close, failure));
+                    closer = Thread.ofPlatform().start(() -> run(Internals.cudaSharing(rs)::close, failure));
                     Thread.sleep(300);
                     assertEquals(syncs + 1, td.counter("cuStreamSynchronize"),
                             "close reached the driver while a release was using the stream");
@@ -321,7 +324,7 @@ class CudaSafetyTest {
         try (TempShm shm = new TempShm()) {
             testDouble(shm, "know where its device memory lives");
             try (Refshare rs = Refshare.open(shm.config()); Tensor t = rs.allocate(CUDA, DType.UINT8, 4096)) {
-                long address = t.storage().deviceAddress();
+                long address = Internals.storage(t).deviceAddress();
                 assertFalse(shm.files().isEmpty());
                 assertTrue(address >= 0x200000000000L, "a device address far from host mappings: 0x"
                         + Long.toHexString(address));

@@ -1,5 +1,6 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.cuda.CudaUnavailableException;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 

@@ -1,4 +1,4 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;

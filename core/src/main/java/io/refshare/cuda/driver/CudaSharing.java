@@ -1,15 +1,15 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.cuda.CudaConfig;
+import io.refshare.cuda.CudaUnavailableException;
 import io.refshare.exceptions.InvalidDataException;
-import io.refshare.stats.AllocatorStats;
+import io.refshare.stats.CudaStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.Segment;
 import io.refshare.share.DeviceSharing;
 import io.refshare.share.ReceivedSegment;
 import io.refshare.share.Sharing;
 import io.refshare.share.Storage;
-import io.refshare.Tensor;
-import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 
@@ -173,14 +173,10 @@ public final class CudaSharing implements DeviceSharing {
         }
     }
 
-    // ---- copies -----------------------------------------------------------------------------
+    // ---- copies (the public CUDA API, io.refshare.Cuda, maps tensors to device addresses) ---
 
-    /**
-     * Copies {@code src} into the bytes {@code dst} spans on the device (as
-     * {@link Tensor#data()} would span them on the host) and returns once they are there.
-     */
-    public void copyFromHost(MemorySegment src, Tensor dst) {
-        long address = deviceSpan(dst, src.byteSize());
+    /** Copies {@code src} to device address {@code address} and returns once the bytes are there. */
+    public void copyFromHost(MemorySegment src, long address) {
         try (Use use = new Use()) {
             CudaDriver driver = use.driver();
             if (src.isNative()) {
@@ -197,29 +193,24 @@ public final class CudaSharing implements DeviceSharing {
     }
 
     /**
-     * Queues the copy of {@code src} into {@code dst} on {@link #stream()} and returns at once;
-     * a later send of {@code dst} orders its consumers after the copy. {@code src} must be
-     * native memory and stay unchanged until the stream has run the copy (after
-     * {@link #synchronize()} or any blocking copy).
+     * Queues the copy of {@code src} (native memory, unchanged until the stream ran the copy)
+     * to device address {@code address} on {@link #stream()} and returns at once.
      */
-    public void copyFromHostAsync(MemorySegment src, Tensor dst) {
+    public void copyFromHostAsync(MemorySegment src, long address) {
         if (!src.isNative()) {
             throw new IllegalArgumentException("an asynchronous copy needs native memory (an Arena's), not a heap"
                     + " segment");
         }
-        long address = deviceSpan(dst, src.byteSize());
         try (Use use = new Use()) {
             use.driver().memcpyHtoDAsync(address, src, src.byteSize(), stream);
         }
     }
 
     /**
-     * Copies the bytes {@code src} spans on the device into {@code dst}, after everything
-     * queued on {@link #stream()} before (for a received tensor: after its producer's work),
-     * and returns once they are there.
+     * Copies {@code dst.byteSize()} bytes from device address {@code address} into {@code dst},
+     * after everything queued on {@link #stream()} before, and returns once they are there.
      */
-    public void copyToHost(Tensor src, MemorySegment dst) {
-        long address = deviceSpan(src, dst.byteSize());
+    public void copyToHost(long address, MemorySegment dst) {
         try (Use use = new Use()) {
             CudaDriver driver = use.driver();
             // the copy is asynchronous (into pinned memory it is with the driver too): the bytes are
@@ -238,41 +229,11 @@ public final class CudaSharing implements DeviceSharing {
         }
     }
 
-    /**
-     * The bytes {@code src} spans on the device, copied into new memory of {@code arena}
-     * (see {@link #copyToHost(Tensor, MemorySegment)}).
-     */
-    public MemorySegment copyToHost(Tensor src, Arena arena) {
-        MemorySegment dst = arena.allocate(spanBytes(src.layout()));
-        copyToHost(src, dst);
-        return dst;
-    }
-
     /** Waits until everything queued on {@link #stream()} has run. */
     public void synchronize() {
         try (Use use = new Use()) {
             use.driver().streamSynchronize(stream);
         }
-    }
-
-    /** The device address of the first byte {@code t} spans, checking it spans {@code hostBytes} bytes. */
-    private static long deviceSpan(Tensor t, long hostBytes) {
-        TensorLayout layout = t.layout();
-        long start = layout.byteOffset();
-        long bytes = spanBytes(layout);
-        if (bytes != hostBytes) {
-            throw new IllegalArgumentException(t + " spans " + bytes + " bytes, the host memory has " + hostBytes);
-        }
-        Storage storage = t.storage();
-        if (storage.backend() != Backend.CUDA) {
-            throw new IllegalArgumentException(t + " is in host memory: use its data() directly");
-        }
-        return storage.deviceAddress() + start;
-    }
-
-    /** Bytes from a tensor's first element to one past its last, as {@link Tensor#data()} spans them. */
-    private static long spanBytes(TensorLayout layout) {
-        return layout.byteSpan() - layout.byteOffset();
     }
 
     // ---- DeviceSharing: allocation ------------------------------------------------------------
@@ -521,25 +482,15 @@ public final class CudaSharing implements DeviceSharing {
 
     // ---- state ----------------------------------------------------------------------------
 
-    /**
-     * What the CUDA side holds and has done: its allocator, live send events, sends with an
-     * event and sends that synchronized instead (over the cap), event waits made for
-     * received blocks, device segments of other processes open now, and IPC opens and closes
-     * since it was created.
-     */
-    public record Stats(String device, AllocatorStats allocator, int liveEvents, long eventsCreated,
-                        long eventsDestroyed, long eventSends, long syncSends, long eventWaits, int openSegments,
-                        long ipcOpens, long ipcCloses) {
-    }
-
-    public Stats stats() {
+    /** What the CUDA side holds and has done (see {@link CudaStats}). */
+    public CudaStats stats() {
         int live;
         int open;
         synchronized (this) {
             live = events.size();
             open = opened.size();
         }
-        return new Stats(context.toString(), allocator.stats(), live, eventsCreated.sum(), eventsDestroyed.sum(),
+        return new CudaStats(context.toString(), allocator.stats(), live, eventsCreated.sum(), eventsDestroyed.sum(),
                 eventSends.sum(), syncSends.sum(), eventWaits.sum(), open, ipcOpens.sum(), ipcCloses.sum());
     }
 

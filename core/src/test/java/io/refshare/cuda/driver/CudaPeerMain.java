@@ -1,5 +1,8 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.Internals;
+
+import io.refshare.stats.CudaStats;
 import io.refshare.stats.RefshareStats;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
@@ -115,7 +118,7 @@ public final class CudaPeerMain {
                         case "MAPPED" -> "MAPPED " + (w[1].equals("host") ? rs.stats().mappedSegments()
                                 : rs.cuda().stats().openSegments());
                         case "CUDA" -> {
-                            CudaSharing.Stats s = rs.cuda().stats();
+                            CudaStats s = rs.cuda().stats();
                             yield "CUDA " + s.openSegments() + " " + s.ipcOpens() + " " + s.ipcCloses() + " "
                                     + s.eventWaits();
                         }
@@ -191,7 +194,7 @@ public final class CudaPeerMain {
 
     static String verify(Refshare rs, String id, Tensor t, long seed) {
         long bad;
-        if (t.storage().backend() == Backend.CUDA) {
+        if (Internals.storage(t).backend() == Backend.CUDA) {
             try (Arena arena = Arena.ofConfined()) {
                 bad = Patterns.firstMismatch(rs.cuda().copyToHost(t, arena), seed);
             }

@@ -1,5 +1,7 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.stats.CudaStats;
+import io.refshare.cuda.CudaConfig;
 import io.refshare.Internals;
 import io.refshare.stats.RefshareStats;
 import io.refshare.tensor.Device;
@@ -55,7 +57,7 @@ class CudaAcrossProcessesTest {
     }
 
     static void fill(Refshare rs, Tensor t, long seed) {
-        if (t.storage().backend() == Backend.HOST) {
+        if (!t.isCuda()) {
             Patterns.fill(t.data(), seed);
             return;
         }
@@ -166,7 +168,7 @@ class CudaAcrossProcessesTest {
                     assertEquals("MAPPED 0", send(c, "MAPPED cuda"));
                 }
                 assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)), "every consumer closed: the limbo empties");
-                CudaSharing.Stats s = rs.cuda().stats();
+                CudaStats s = rs.cuda().stats();
                 assertEquals(0, Internals.sharing(rs).liveCounts());
                 assertEquals(0, s.allocator().blocksInUse());
                 assertEquals(0, s.liveEvents(), "events go with their blocks");
@@ -376,7 +378,7 @@ class CudaAcrossProcessesTest {
                 }
                 // t0 and t1 get events (t0's is re-recorded for its second send); t2 and t3 find the cap reached
                 assertArrayEquals(new boolean[] {true, true, false, false, true}, withEvent);
-                CudaSharing.Stats s = rs.cuda().stats();
+                CudaStats s = rs.cuda().stats();
                 assertEquals(2, s.eventsCreated());
                 assertEquals(2, s.liveEvents());
                 assertEquals(3, s.eventSends());

@@ -1,5 +1,7 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.cuda.CudaException;
+import io.refshare.cuda.CudaUnavailableException;
 import io.refshare.Internals;
 import io.refshare.tensor.Device;
 import io.refshare.exceptions.OutOfSharedMemoryException;
@@ -190,7 +192,7 @@ class CudaDriverTest {
                 assertEquals(Backend.CUDA, d.backend());
                 assertTrue(d.hasEvent());
                 try (Tensor back = Internals.receive(rs, d)) {
-                    assertEquals(t.storage().deviceAddress(), back.storage().deviceAddress(), "the same memory");
+                    assertEquals(Internals.storage(t).deviceAddress(), Internals.storage(back).deviceAddress(), "the same memory");
                     assertEquals(-1, Patterns.firstMismatch(rs.cuda().copyToHost(back, arena), 11));
                     assertEquals(1, rs.cuda().stats().openSegments());
                     assertEquals(0, rs.cuda().stats().ipcOpens());

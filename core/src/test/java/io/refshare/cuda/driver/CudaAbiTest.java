@@ -1,4 +1,4 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;

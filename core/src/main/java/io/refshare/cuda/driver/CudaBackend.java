@@ -1,5 +1,6 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
+import io.refshare.cuda.CudaException;
 import io.refshare.exceptions.OutOfSharedMemoryException;
 import io.refshare.memory.Segment;
 import io.refshare.memory.SegmentBackend;

@@ -1,4 +1,4 @@
-package io.refshare.cuda;
+package io.refshare.cuda.driver;
 
 import io.refshare.tensor.Device;
 import io.refshare.Refshare;
