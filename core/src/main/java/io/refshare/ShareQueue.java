@@ -13,6 +13,10 @@ import io.refshare.wire.DescriptorCodec;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
@@ -184,6 +188,48 @@ public final class ShareQueue implements AutoCloseable {
         }
     }
 
+    /**
+     * Puts every tensor of {@code tensors}, in order, waiting for room as {@link #put} does, and
+     * wakes consumers once per run of messages published together instead of once per tensor:
+     * the way to stream many small tensors. Each tensor counts one reference, exactly as a put
+     * of it would; the tensors stay the caller's to close.
+     *
+     * @param tensors open tensors of this handle's {@code Refshare}, host or device
+     * @throws InterruptedException  when the waiting thread is interrupted; the tensors queued
+     *                               before stay queued, the others count nothing
+     * @throws QueueClosedException  when the stream ends (or this handle closes) before all are
+     *                               queued: the ones queued before stay queued, the others count
+     *                               nothing
+     * @throws IllegalStateException when a tensor or the {@code Refshare} is closed; nothing is
+     *                               queued or counted
+     * @throws NullPointerException  when {@code tensors} or one of them is null
+     */
+    public void putAll(List<Tensor> tensors) throws InterruptedException {
+        List<Encoded> messages = new ArrayList<>(tensors.size());
+        try {
+            for (Tensor t : tensors) {
+                messages.add(new Encoded(refshare.shareDescriptor(Objects.requireNonNull(t, "tensor"))));
+            }
+        } catch (RuntimeException e) {
+            messages.forEach(m -> refshare.sharing().cancel(m.descriptor()));
+            throw e;
+        }
+        offered = true;
+        int sent = 0;
+        try {
+            while (sent < messages.size()) {
+                sent += queue.offerAvailable(messages, sent);
+                if (sent < messages.size() && queue.offer(messages.get(sent), Long.MAX_VALUE, TimeUnit.NANOSECONDS)) {
+                    sent++; // the queue was full: the next one waited for room, as a put does
+                }
+            }
+        } finally {
+            for (int i = sent; i < messages.size(); i++) {
+                refshare.sharing().cancel(messages.get(i).descriptor());
+            }
+        }
+    }
+
     /** A descriptor encoded straight into the queue's cell. */
     private record Encoded(Descriptor descriptor) implements Outgoing {
         @Override
@@ -269,6 +315,50 @@ public final class ShareQueue implements AutoCloseable {
                 TimeUnit.NANOSECONDS.sleep(Math.min(remaining, PAUSE_AFTER_REJECTIONS_NANOS));
             }
         }
+    }
+
+    /**
+     * Takes up to {@code max} tensors that are in the queue now, in order, and adds them to
+     * {@code into}; never waits (as {@link java.util.concurrent.BlockingQueue#drainTo}).
+     * Producers waiting for room are woken once for the whole batch. Each tensor is as
+     * {@link #take()} returns it: close each when done. A consumer loop takes one, then drains
+     * the rest of a batch: {@code batch.add(q.take()); q.drainTo(batch, 31);}.
+     *
+     * @param into where the tensors go
+     * @param max  the most to take; 0 takes none
+     * @return how many were added: 0 when the queue is empty (or its stream ended: the next
+     *         {@code take} says so)
+     * @throws ResourceLimitException as {@link #take()}: that message went back to the queue;
+     *                                the ones taken before are in {@code into}
+     * @throws QueueClosedException   when this handle is closed
+     * @throws IllegalStateException  when this handle's {@code Refshare} is closed
+     */
+    public int drainTo(Collection<? super Tensor> into, int max) {
+        Objects.requireNonNull(into, "into");
+        if (max < 0) {
+            throw new IllegalArgumentException("max must not be negative: " + max);
+        }
+        if (refshare.isClosed()) {
+            throw new IllegalStateException("the Refshare of this queue handle is closed: it can receive nothing");
+        }
+        int[] skipped = new int[1];
+        int taken = queue.pollAvailable(max, bytes -> {
+            try {
+                return refshare.receive(bytes);
+            } catch (ResourceLimitException | IllegalStateException cannotTakeNow) {
+                throw cannotTakeNow; // given back to the queue
+            } catch (RefshareException e) {
+                rejected.increment();
+                rejections.warn(queue.name() + ": rejected a message: " + e.getMessage());
+                skipped[0]++;
+                return null;
+            }
+        }, t -> {
+            if (t != null) {
+                into.add(t);
+            }
+        });
+        return taken - skipped[0];
     }
 
     /**

@@ -21,6 +21,8 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The consumer process of {@code refshare bench}: one child JVM that serves every
@@ -44,6 +46,11 @@ public final class BenchPeer {
     static final String RS_PINGPONG = "RS_PINGPONG";
     /** {@code RS_STREAM queue messages warmup mode}: replies {@code RESULT bad start end}. */
     static final String RS_STREAM = "RS_STREAM";
+    /**
+     * {@code RS_STREAM_BATCH queue messages warmup batch}: as {@link #RS_STREAM} in reuse mode,
+     * taking one and then draining up to {@code batch - 1} more at a time.
+     */
+    static final String RS_STREAM_BATCH = "RS_STREAM_BATCH";
     /** {@code RS_RECLAIM ping pong rounds holdNanos}: replies {@code RESULT bad closeAt...}. */
     static final String RS_RECLAIM = "RS_RECLAIM";
     /**
@@ -120,6 +127,8 @@ public final class BenchPeer {
             case RS_RECLAIM -> refshareReclaim(w[1], w[2], Integer.parseInt(w[3]), Long.parseLong(w[4]));
             case RS_STREAM -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.valueOf(w[4]),
                     waiting(w, 5));
+            case RS_STREAM_BATCH -> refshareStreamBatches(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]),
+                    Integer.parseInt(w[4]));
             case RS_DRAIN -> refshareDrain(w[1]);
             case RS_PRODUCE -> refshareProduce(w[1], Long.parseLong(w[2]), Integer.parseInt(w[3]));
             case UDS_PINGPONG -> socketPingPong(Integer.parseInt(w[1]), Long.parseLong(w[2]));
@@ -210,6 +219,34 @@ public final class BenchPeer {
                 if (i == warmup - 1) {
                     start = System.nanoTime();
                 }
+            }
+        }
+        long end = System.nanoTime();
+        reply(RESULT + " " + bad + " " + start + " " + end);
+    }
+
+    private void refshareStreamBatches(String name, int messages, int warmup, int batchSize)
+            throws InterruptedException {
+        int bad = 0;
+        long start = 0;
+        List<Tensor> batch = new ArrayList<>(batchSize);
+        try (ShareQueue queue = rs.openQueue(name)) {
+            reply(READY);
+            int i = 0;
+            while (i < messages) {
+                batch.add(queue.take());
+                queue.drainTo(batch, Math.min(batchSize, messages - i) - 1);
+                for (Tensor t : batch) {
+                    try (t) {
+                        if (!Payload.read(t.data(), Payload.tag(Mode.REUSE, i))) {
+                            bad++;
+                        }
+                    }
+                    if (i++ == warmup - 1) {
+                        start = System.nanoTime();
+                    }
+                }
+                batch.clear();
             }
         }
         long end = System.nanoTime();

@@ -129,6 +129,11 @@ final class Benchmark {
             ThroughputStats throughput = refshare.stream(p.size(), mode, p.streamWarmup(), p.streamMessages(),
                     p.window());
             add(new Measurement(p.size(), Measurement.REFSHARE + mode.label(), false, latency, throughput));
+            if (mode == Mode.REUSE) {
+                add(new Measurement(p.size(), Measurement.BATCHES + Measurement.BATCH_SIZE, false, latency,
+                        refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, p.streamWarmup(),
+                                p.streamMessages(), p.window())));
+            }
         }
         RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
         add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false,

@@ -11,4 +11,8 @@ record Measurement(long size, String system, boolean baseline, LatencyStats late
     /** refshare with both queue handles busy-spinning ({@code WaitStrategy.BUSY_SPIN}). */
     static final String BUSY_SPIN = "refshare busy-spin ";
     static final String SOCKET = "unix socket copy";
+    /** refshare reuse streaming with putAll/drainTo batches; its latency is reuse's (one hand-off is not batched). */
+    static final String BATCHES = "refshare reuse, batches of ";
+    /** The batch size of the {@link #BATCHES} row. */
+    static final int BATCH_SIZE = 32;
 }

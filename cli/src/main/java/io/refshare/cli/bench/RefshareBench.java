@@ -7,6 +7,8 @@ import io.refshare.Tensor;
 
 import java.io.IOException;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -97,6 +99,28 @@ final class RefshareBench {
             }
             Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
             reply.requireNoneBad("refshare " + mode.label() + " streaming");
+            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
+        }
+    }
+
+    /**
+     * Streaming in reuse mode with {@link ShareQueue#putAll} of {@code batchSize} references to
+     * the one tensor at a time, and a consumer that takes one and drains the rest of a batch.
+     */
+    ThroughputStats streamBatches(long size, int batchSize, int warmup, int messages, int window)
+            throws IOException, InterruptedException {
+        int total = warmup + messages;
+        try (ShareQueue queue = rs.createQueue(window, waiting);
+             Tensor reused = filled(size, Payload.tag(Mode.REUSE, 0))) {
+            peer.send(BenchPeer.RS_STREAM_BATCH, queue.name(), Integer.toString(total), Integer.toString(warmup),
+                    Integer.toString(batchSize));
+            peer.await(BenchPeer.READY);
+            List<Tensor> batch = Collections.nCopies(batchSize, reused);
+            for (int sent = 0; sent < total; sent += batchSize) {
+                queue.putAll(total - sent >= batchSize ? batch : batch.subList(0, total - sent));
+            }
+            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            reply.requireNoneBad("refshare batches of " + batchSize + " streaming");
             return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
         }
     }

@@ -69,6 +69,8 @@ final class Report {
         line(s, "refshare reuse: one pre-filled tensor put again and again (the transport alone).");
         line(s, "refshare fresh: a newly allocated and filled tensor for every message, closed by the producer right");
         line(s, "  after put (the fill is outside the latency, inside the throughput).");
+        line(s, "refshare reuse, batches of 32: streaming as reuse, the producer putting 32 at a time (putAll) and the");
+        line(s, "  consumer taking one, then draining up to 31 (drainTo); its latency is reuse's: one hand-off is not batched");
         line(s, "refshare busy-spin reuse: as reuse, both processes' queue handles with WaitStrategy.BUSY_SPIN (they");
         line(s, "  never yield or sleep while waiting: for processes with a CPU of their own; here they share 2 cores).");
         line(s, "agrona ring copy (busy-spin): the payload copied into an Agrona one-to-one ring buffer in a shared file");

@@ -69,6 +69,7 @@ record Targets(String name, String measured, Boolean met) {
                     rs.stream().allMatch(Reclamation::meetsTarget)));
         }
         smallEndTargets(r, out);
+        smallStreamingTargets(r, out);
         pythonTargets(r, out);
         return out;
     }
@@ -91,6 +92,26 @@ record Targets(String name, String measured, Boolean met) {
                         + ")", Report.micros(Report.latency(r, m, 0.5)) + " us", Report.latency(r, m, 0.5) <= 3))
                 .orElseGet(() -> new Targets("1 KiB ping-pong p50 <= 3 us with the default strategy", "1 KiB not in "
                         + "this run", null)));
+    }
+
+    /** The small end's streaming: single put/take at least 2x the socket copy's tensors/s, batches of 32 at least 5x. */
+    private static void smallStreamingTargets(BenchResults r, List<Targets> out) {
+        Optional<Measurement> socket = at1KiB(r, Measurement.SOCKET);
+        String[][] rows = {{Measurement.REFSHARE + Mode.REUSE.label(), "2"},
+                {Measurement.BATCHES + Measurement.BATCH_SIZE, "5"}};
+        for (String[] row : rows) {
+            double factor = Double.parseDouble(row[1]);
+            String name = "1 KiB streaming >= " + row[1] + "x the socket copy's tensors/s (" + row[0] + ")";
+            Optional<Measurement> ours = at1KiB(r, row[0]);
+            if (socket.isEmpty() || ours.isEmpty()) {
+                out.add(new Targets(name, "1 KiB or a row not in this run", null));
+                continue;
+            }
+            double ratio = ours.get().throughput().tensorsPerSecond() / socket.get().throughput().tensorsPerSecond();
+            out.add(new Targets(name, String.format(Locale.ROOT, "%,.0f vs %,.0f tensors/s: %.1fx",
+                    ours.get().throughput().tensorsPerSecond(), socket.get().throughput().tensorsPerSecond(), ratio),
+                    ratio >= factor));
+        }
     }
 
     private static Optional<Measurement> at1KiB(BenchResults r, String system) {

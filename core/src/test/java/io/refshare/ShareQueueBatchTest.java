@@ -1,0 +1,113 @@
+package io.refshare;
+
+import io.refshare.exceptions.QueueClosedException;
+import io.refshare.tensor.DType;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** {@link ShareQueue#putAll} and {@link ShareQueue#drainTo}: per-tensor reference semantics in batches. */
+class ShareQueueBatchTest {
+    private static final int TENSORS = 1_000;
+
+    @Test
+    void batchesThroughASmallQueueArriveOnceInOrderAndEveryReferenceComesBack() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             ShareQueue q = producer.createQueue(8)) {
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<Integer> seen = new ArrayList<>();
+            Thread consumerThread = Thread.ofPlatform().start(() -> {
+                try (Refshare consumer = Refshare.open(shm.config()); ShareQueue in = consumer.openQueue(q.name())) {
+                    List<Tensor> batch = new ArrayList<>();
+                    while (true) {
+                        try {
+                            batch.add(in.take());
+                        } catch (QueueClosedException end) {
+                            break;
+                        }
+                        in.drainTo(batch, 31);
+                        assertTrue(batch.size() <= 32);
+                        for (Tensor t : batch) {
+                            seen.add(t.data().get(ValueLayout.JAVA_INT, 0));
+                            t.close();
+                        }
+                        batch.clear();
+                    }
+                } catch (Throwable t) {
+                    failure.set(t);
+                }
+            });
+            for (int start = 0; start < TENSORS; start += 32) {
+                List<Tensor> batch = new ArrayList<>();
+                for (int i = start; i < Math.min(TENSORS, start + 32); i++) {
+                    Tensor t = producer.allocate(DType.INT32, 256);
+                    t.data().set(ValueLayout.JAVA_INT, 0, i);
+                    batch.add(t);
+                }
+                q.putAll(batch);
+                batch.forEach(Tensor::close);
+            }
+            q.endOfStream();
+            consumerThread.join(Duration.ofSeconds(60));
+            assertNull(failure.get(), () -> "consumer failed: " + failure.get());
+            assertEquals(TENSORS, seen.size(), "each tensor exactly once");
+            for (int i = 0; i < TENSORS; i++) {
+                assertEquals(i, seen.get(i), "in order");
+            }
+            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)), "every reference came back");
+        }
+    }
+
+    @Test
+    void aPutAllOnAnEndedStreamCountsNothing() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             ShareQueue q = rs.createQueue(4)) {
+            q.endOfStream();
+            List<Tensor> batch = List.of(rs.allocate(DType.UINT8, 8), rs.allocate(DType.UINT8, 8));
+            assertThrows(QueueClosedException.class, () -> q.putAll(batch));
+            batch.forEach(Tensor::close);
+            assertEquals(0, rs.liveCounts(), "the references of a refused batch were returned");
+            assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(5)));
+        }
+    }
+
+    @Test
+    void aPutAllWithAClosedTensorQueuesAndCountsNothing() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             ShareQueue q = rs.createQueue(4)) {
+            Tensor open = rs.allocate(DType.UINT8, 8);
+            Tensor closed = rs.allocate(DType.UINT8, 8);
+            closed.close();
+            assertThrows(IllegalStateException.class, () -> q.putAll(List.of(open, closed)));
+            open.close();
+            assertEquals(0, q.size(), "nothing queued");
+            assertEquals(0, rs.liveCounts(), "nothing counted");
+        }
+    }
+
+    @Test
+    void drainToTakesWhatIsThereAndNoMore() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
+             ShareQueue q = rs.createQueue(16)) {
+            List<Tensor> into = new ArrayList<>();
+            assertEquals(0, q.drainTo(into, 10), "empty");
+            try (Tensor t = rs.allocate(DType.UINT8, 8)) {
+                q.putAll(List.of(t, t, t, t, t));
+            }
+            assertEquals(0, q.drainTo(into, 0));
+            assertEquals(3, q.drainTo(into, 3));
+            assertEquals(2, q.drainTo(into, 10));
+            assertEquals(5, into.size());
+            into.forEach(Tensor::close);
+            assertThrows(IllegalArgumentException.class, () -> q.drainTo(into, -1));
+            assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(5)));
+        }
+    }
+}
