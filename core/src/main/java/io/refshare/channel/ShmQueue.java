@@ -75,16 +75,7 @@ public final class ShmQueue implements AutoCloseable {
     private static final Function<byte[], byte[]> AS_IS = m -> m;
     static final long SWEEP_INTERVAL_MILLIS = 100;
     private static final long SWEEP_INTERVAL_NANOS = SWEEP_INTERVAL_MILLIS * 1_000_000L;
-    /** How long a waiter polls the queue before it sleeps on the futex (spinning, then yielding). */
-    private static final long SPIN_NANOS = 30_000;
-    /**
-     * How long it spins without yielding: long enough to catch a peer running on another CPU
-     * (a one-way hand-off there takes about a microsecond), short enough that a peer waiting
-     * for this CPU is not kept off it for long.
-     */
-    private static final long SPIN_ONLY_NANOS = 2_000;
-    /** Spins between clock reads, and (after {@link #SPIN_ONLY_NANOS}) between yields. */
-    private static final int SPINS_PER_CHECK = 16;
+    /** The longest sleep on a futex before a waiter looks again (repairs, deadlines, a missed wake-up). */
     private static final long SLEEP_SLICE_NANOS = 50_000_000;
     /**
      * How often a waiting consumer that finds the queue empty asks whether every producer
@@ -700,8 +691,9 @@ public final class ShmQueue implements AutoCloseable {
     private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Condition room = () -> hasRoom() || closedFlag() || detaching;
-        if (nanos > 0 && spinUntil(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : SPIN_NANOS), room, !busy)
+        Spinning.Condition room = () -> hasRoom() || closedFlag() || detaching;
+        if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
+                room, !busy)
                 && tryOffer(message, deadline)) {
             return true;
         }
@@ -743,8 +735,9 @@ public final class ShmQueue implements AutoCloseable {
             throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Condition message = () -> hasMessage() || closedFlag() || detaching;
-        if (nanos > 0 && spinUntil(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : SPIN_NANOS), message, !busy)) {
+        Spinning.Condition message = () -> hasMessage() || closedFlag() || detaching;
+        if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
+                message, !busy)) {
             T m = tryPoll(whileClaimed, deadline);
             if (m != null) {
                 return m;
@@ -793,11 +786,11 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     /** A busy-spinning wait between attempts: a slice of spinning, never a sleep. */
-    private void spinASlice(long now, long remaining, Condition condition) throws InterruptedException {
+    private void spinASlice(long now, long remaining, Spinning.Condition condition) throws InterruptedException {
         if (detaching) {
             throw handleClosed();
         }
-        spinUntil(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), condition, false);
+        Spinning.until(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), condition, false);
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }
@@ -812,46 +805,6 @@ public final class ShmQueue implements AutoCloseable {
             }
         } finally {
             notEmpty.awake(selfEntry);
-        }
-    }
-
-    private interface Condition {
-        boolean holds();
-    }
-
-    /**
-     * Busy-waits (cheaply: reads of shared lines only) until the condition or the deadline,
-     * yielding the CPU every {@value #SPINS_PER_CHECK} spins once {@link #SPIN_ONLY_NANOS}
-     * have passed.
-     *
-     * <p>Why yield: the peer this waiter waits for may be runnable on this very CPU (two
-     * cores and anything else running are enough). A spin that never yields then holds
-     * the CPU the peer needs to publish, so the wait always ends by running out and
-     * sleeping, and every hand-off costs the whole spin plus a futex wake-up: measured on
-     * two cores, p50 swung between 1 and 37 µs with where the scheduler put the two
-     * processes, and yielding every 16 spins brought the co-located case to about 4 µs.
-     * Why not yield at once: a yield is a system call, and when the peer runs on another
-     * CPU the message usually comes within the first microsecond or two; yielding from
-     * the first spin made that case about 3 µs instead of 1. A yield with nothing else
-     * runnable returns at once, so a waiter alone on its CPU keeps spinning as before.
-     * A busy-spinning handle never yields ({@code yields} false): its user gave it a CPU.
-     */
-    private static boolean spinUntil(long start, long deadline, Condition condition, boolean yields) {
-        long yieldFrom = start + SPIN_ONLY_NANOS;
-        for (int i = 1; ; i++) {
-            Thread.onSpinWait();
-            if (condition.holds()) {
-                return true;
-            }
-            if (i % SPINS_PER_CHECK == 0) {
-                long now = System.nanoTime();
-                if (now - deadline >= 0) {
-                    return false;
-                }
-                if (yields && now - yieldFrom >= 0) {
-                    Thread.yield();
-                }
-            }
         }
     }
 
