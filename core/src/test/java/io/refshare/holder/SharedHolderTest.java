@@ -8,13 +8,13 @@ import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.tensor.DType;
 import io.refshare.Tensor;
+import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
-import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -58,7 +58,8 @@ class SharedHolderTest {
             v1.close();
             assertEquals(1, reader.stats().retired());
             assertEquals(1, reader.stats().retiredHere(), "the reader let go last and returned the token");
-            assertTrue(await(() -> publisherRs.stats().limboBlocks() == 1), "version 1 freed, version 2 is current");
+            Eventually.await(Duration.ofSeconds(20), () -> publisherRs.stats().limboBlocks() == 1,
+                    "version 1 freed, version 2 is current");
             SharedHolder.Stats s = publisher.stats();
             assertEquals(2, s.published());
             assertEquals(1, s.liveVersions());
@@ -139,9 +140,10 @@ class SharedHolderTest {
             try (Tensor forwarded = thirdRs.receive(message)) {
                 assertEquals(-1, Patterns.firstMismatch(forwarded.data(), 7));
             }
-            assertTrue(await(() -> publisher.stats().retired() == 1),
+            Eventually.await(Duration.ofSeconds(20), () -> publisher.stats().retired() == 1,
                     "the reader's collector releases the version once the forwarded copy came back");
-            assertTrue(await(() -> publisherRs.stats().limboBlocks() == 1), "only the current version is left");
+            Eventually.await(Duration.ofSeconds(20), () -> publisherRs.stats().limboBlocks() == 1,
+                    "only the current version is left");
             reader.close();
             publisher.close();
             assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
@@ -217,16 +219,5 @@ class SharedHolderTest {
             assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
             assertEquals(0, Internals.sharing(rs).liveCounts());
         }
-    }
-
-    private static boolean await(BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() - deadline > 0) {
-                return false;
-            }
-            Thread.sleep(1);
-        }
-        return true;
     }
 }

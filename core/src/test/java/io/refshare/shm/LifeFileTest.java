@@ -1,6 +1,7 @@
 package io.refshare.shm;
 
 import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Eventually;
 import io.refshare.testing.PidNamespaces;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
@@ -111,11 +112,8 @@ class LifeFileTest {
             assertNotEquals(child.pid(), id.pid(), "the child should see its own pid namespace");
             assertEquals(Verdict.ALIVE, dir.verdict(id));
             child.kill();
-            long deadline = System.nanoTime() + 5_000_000_000L;
-            while (dir.verdict(id) != Verdict.DEAD && System.nanoTime() < deadline) {
-                Thread.sleep(10); // the namespace's init goes with unshare; its lock a moment later
-            }
-            assertEquals(Verdict.DEAD, dir.verdict(id));
+            // the namespace's init goes with unshare; its lock a moment later
+            Eventually.await(() -> dir.verdict(id) == Verdict.DEAD, "the life lock of a killed namespace's process freed");
             assertTrue(dir.removeLifeFileIfDead(id));
         }
     }
