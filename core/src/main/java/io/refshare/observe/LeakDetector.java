@@ -3,6 +3,7 @@ package io.refshare.observe;
 import java.lang.ref.Cleaner;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
 
@@ -14,7 +15,7 @@ import java.util.stream.Collectors;
  * where it was made) and its reference is released.
  *
  * <p>Watching costs a stack capture and a {@link Cleaner} registration, so by default one
- * such tensor in {@value #SAMPLING_INTERVAL} is watched. The system property
+ * such tensor in {@value #SAMPLING_INTERVAL} is watched (at random). The system property
  * {@code refshare.leakDetection} chooses: {@code disabled}, {@code sampled} (default) or
  * {@code paranoid} (every tensor, for tests and debugging).
  */
@@ -24,7 +25,6 @@ public final class LeakDetector {
     public static final int SAMPLING_INTERVAL = 128;
     private static final Level LEVEL = level(System.getProperty("refshare.leakDetection", "sampled"));
     private static final System.Logger LOG = System.getLogger(LeakDetector.class.getName());
-    private static final AtomicLong RECEIVED = new AtomicLong();
     private static final AtomicLong LEAKS = new AtomicLong();
     private static final Cleaner CLEANER = Cleaner.create(
             Thread.ofPlatform().daemon().name("refshare-leak-detector").factory());
@@ -79,8 +79,10 @@ public final class LeakDetector {
      * reference back if it leaks (it must not refer to the tensor). Returns null when not watched.
      */
     public static Watch watch(Object tensor, Runnable release, long length) {
+        // a thread-local draw, not a shared counter: threads acquiring from one holder would
+        // contend on the counter's cache line for every tensor
         if (LEVEL == Level.DISABLED
-                || (LEVEL == Level.SAMPLED && RECEIVED.getAndIncrement() % SAMPLING_INTERVAL != 0)) {
+                || (LEVEL == Level.SAMPLED && ThreadLocalRandom.current().nextInt(SAMPLING_INTERVAL) != 0)) {
             return null;
         }
         Watch w = new Watch(new Throwable("made here"), release, length);
