@@ -27,8 +27,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * process is dead; without the option they are another user's and left alone.
  */
 class GcCommandTest {
-    /** A process that cannot exist here (above the kernel's pid limit); its unlocked life file says it is dead. */
-    private static final ProcessIdentity GONE = new ProcessIdentity(4_194_304 + 29, 1234);
+    /**
+     * A process that is not running (the largest pid a file can record, with a start time long
+     * past): nobody holds its life file's lock, so it is judged dead.
+     */
+    private static final ProcessIdentity GONE = new ProcessIdentity(ProcessIdentity.MAX_PID, 1234);
     private static final int OTHER_USER = 65534;
 
     @Test
