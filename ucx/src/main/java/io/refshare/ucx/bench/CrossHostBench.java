@@ -28,7 +28,8 @@ import java.util.stream.Stream;
 public final class CrossHostBench {
     public static final long LATENCY_SIZE = 1024;
     private static final int PORT = 13480;
-    private static final long BYTES_PER_SIZE = 512L << 20;
+    /** Bytes each throughput row moves: a few seconds, so that a busy machine's noise averages out. */
+    private static final long BYTES_PER_SIZE = 2L << 30;
 
     /** One measured row: throughput in bytes/s, CPU seconds per GiB sent, p50 one-way latency in ns (or -1). */
     public record Row(String path, long size, double bytesPerSecond, double cpuSecondsPerGiB, long p50Nanos) {
