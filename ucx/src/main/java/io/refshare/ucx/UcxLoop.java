@@ -344,9 +344,11 @@ final class UcxLoop implements AutoCloseable {
                 byte[] frame = header.reinterpret(Math.min(headerLength, ControlCodec.MAX_FRAME_BYTES + 1L))
                         .toArray(JAVA_BYTE);
                 owner.onData(frame, data, length, rendezvous);
-            } else if (!rendezvous && length <= ControlCodec.MAX_FRAME_BYTES) {
-                // a control frame (one sent by rendezvous, or bigger than any valid frame: dropped unread)
-                owner.onMessage(data.reinterpret(length).toArray(JAVA_BYTE));
+            } else if (!rendezvous) {
+                // a control frame; of one longer than any valid frame a byte more is enough for the
+                // decoder to refuse it (one sent by rendezvous is a descriptor, not bytes: dropped unread)
+                owner.onMessage(data.reinterpret(Math.min(length, ControlCodec.MAX_FRAME_BYTES + 1L))
+                        .toArray(JAVA_BYTE));
             }
         } catch (Throwable t) {
             System.getLogger(UcxLoop.class.getName()).log(System.Logger.Level.WARNING,
