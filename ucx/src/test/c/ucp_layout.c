@@ -40,13 +40,6 @@ int main(void) {
     SIZE(ucp_err_handler_t);
     OFF(ucp_err_handler_t, cb);
     OFF(ucp_err_handler_t, arg);
-    SIZE(ucp_mem_map_params_t);
-    OFF(ucp_mem_map_params_t, field_mask);
-    OFF(ucp_mem_map_params_t, address);
-    OFF(ucp_mem_map_params_t, length);
-    OFF(ucp_mem_map_params_t, flags);
-    OFF(ucp_mem_map_params_t, prot);
-    OFF(ucp_mem_map_params_t, memory_type);
     SIZE(ucp_request_param_t);
     OFF(ucp_request_param_t, op_attr_mask);
     OFF(ucp_request_param_t, flags);
@@ -69,7 +62,6 @@ int main(void) {
     CONST(UCP_API_MAJOR);
     CONST(UCP_API_MINOR);
     CONST(UCP_PARAM_FIELD_FEATURES);
-    CONST(UCP_FEATURE_RMA);
     CONST(UCP_FEATURE_AM);
     CONST(UCP_WORKER_PARAM_FIELD_THREAD_MODE);
     CONST(UCS_THREAD_MODE_SINGLE);
@@ -83,12 +75,6 @@ int main(void) {
     CONST(UCP_EP_PARAMS_FLAGS_CLIENT_SERVER);
     CONST(UCP_ERR_HANDLING_MODE_PEER);
     CONST(UCP_EP_CLOSE_FLAG_FORCE);
-    CONST(UCP_MEM_MAP_PARAM_FIELD_ADDRESS);
-    CONST(UCP_MEM_MAP_PARAM_FIELD_LENGTH);
-    CONST(UCP_MEM_MAP_PARAM_FIELD_PROT);
-    CONST(UCP_MEM_MAP_PROT_LOCAL_READ);
-    CONST(UCP_MEM_MAP_PROT_LOCAL_WRITE);
-    CONST(UCP_MEM_MAP_PROT_REMOTE_READ);
     CONST(UCP_OP_ATTR_FIELD_FLAGS);
     CONST(UCP_AM_HANDLER_PARAM_FIELD_ID);
     CONST(UCP_AM_HANDLER_PARAM_FIELD_FLAGS);
@@ -97,6 +83,7 @@ int main(void) {
     CONST(UCP_AM_FLAG_WHOLE_MSG);
     CONST(UCP_AM_SEND_FLAG_REPLY);
     CONST(UCP_AM_SEND_FLAG_EAGER);
+    CONST(UCP_AM_SEND_FLAG_RNDV);
     CONST(UCP_AM_RECV_ATTR_FIELD_REPLY_EP);
     CONST(UCP_AM_RECV_ATTR_FLAG_DATA);
     CONST(UCP_AM_RECV_ATTR_FLAG_RNDV);

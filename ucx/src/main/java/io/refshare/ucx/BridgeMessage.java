@@ -6,7 +6,7 @@ import java.util.Arrays;
 
 /**
  * The bridge's control messages (docs/hosts.md, "Control messages"): the handshake that
- * proves both sides hold the shared secret, offers of tensors to read, delivery receipts,
+ * proves both sides hold the shared secret, offers carrying tensors' bytes, delivery receipts,
  * heartbeats and the end of the stream. {@link ControlCodec} encodes and strictly decodes them.
  */
 public sealed interface BridgeMessage {
@@ -116,11 +116,12 @@ public sealed interface BridgeMessage {
     }
 
     /**
-     * Sender to receiver: read {@code byteLength} bytes at {@code remoteAddress} with
-     * {@code rkey}; they are a tensor of {@code layout} (storage offset 0).
+     * Sender to receiver, as the header of an active message whose data are bytes
+     * {@code [chunkOffset, chunkOffset + data length)} of a tensor of {@code layout} (storage
+     * offset 0) and {@code byteLength} bytes. A tensor goes as one such message, or as several
+     * in order (offsets 0, then where the previous chunk ended) when it is large.
      */
-    record Offer(long sequence, TensorLayout layout, long byteLength, long remoteAddress, byte[] rkey)
-            implements BridgeMessage {
+    record Offer(long sequence, TensorLayout layout, long byteLength, long chunkOffset) implements BridgeMessage {
         public Offer {
             if (layout.storageOffset() != 0) {
                 throw new IllegalArgumentException("an offered layout starts at storage offset 0, not "
@@ -134,32 +135,16 @@ public sealed interface BridgeMessage {
                 throw new IllegalArgumentException("byte length " + byteLength + " exceeds "
                         + ControlCodec.MAX_TENSOR_BYTES);
             }
-            if (rkey.length < 1 || rkey.length > ControlCodec.MAX_RKEY_BYTES) {
-                throw new IllegalArgumentException("remote key of " + rkey.length + " bytes outside 1.."
-                        + ControlCodec.MAX_RKEY_BYTES);
+            // a chunk starts inside the tensor (a zero-byte tensor: its one message, at 0)
+            if (chunkOffset < 0 || chunkOffset > byteLength || chunkOffset == byteLength && byteLength != 0) {
+                throw new IllegalArgumentException("chunk offset " + chunkOffset + " outside a tensor of "
+                        + byteLength + " bytes");
             }
-            rkey = rkey.clone();
         }
 
         @Override
         public int type() {
             return ControlCodec.OFFER;
-        }
-
-        @Override
-        public byte[] rkey() {
-            return rkey.clone();
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return o instanceof Offer f && sequence == f.sequence && layout.equals(f.layout)
-                    && byteLength == f.byteLength && remoteAddress == f.remoteAddress && Arrays.equals(rkey, f.rkey);
-        }
-
-        @Override
-        public int hashCode() {
-            return Long.hashCode(sequence) * 31 + layout.hashCode();
         }
     }
 

@@ -18,25 +18,22 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The receiving end of a bridge: listens where it is told, accepts senders that prove the
- * shared secret, reads each offered tensor by RMA get into this host's refshare shared memory
- * ({@code rs}) and puts it on a local {@link ShareQueue}, where local consumers (Java or
+ * shared secret, takes each offered tensor into this host's refshare shared memory ({@code rs}):
+ * copied out of the offer's message when it came inline, else received by UCX's rendezvous
+ * straight into that memory. It puts the copy on a local {@link ShareQueue}, where local consumers (Java or
  * Python) take it as from any producer. A tensor is confirmed to its sender ({@code delivered})
  * only once it is on the local queue, so a full local queue holds the sender back (its window
  * fills) and nothing is lost.
  *
- * <p>When a sender's link fails, reads still running are let finish (UCX owns the memory until
- * they end) and their tensors released; copies already complete still go on the queue. The
+ * <p>When a sender's link fails, receives still running are let finish (UCX owns the memory
+ * until they end); a tensor whose bytes did not all arrive is released; copies already
+ * complete still go on the queue. The
  * receiver keeps listening: a sender that reconnects is served again.
  */
 public final class BridgeReceiver implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(BridgeReceiver.class.getName());
     /** How long {@link #listen} retries an address that is still busy. */
     private static final long LISTEN_RETRY_NANOS = 10_000_000_000L;
-    /**
-     * A large tensor is read in reads of this size: each one's arrival is proof the sender
-     * lives (its heartbeats wait behind the data), and several reads keep the link busy.
-     */
-    static final long READ_CHUNK_BYTES = 4L << 20;
 
     /** Counts since listen; {@code peersRefused}: connections refused for a wrong secret (either side found it) or by this side for malformed or unexpected messages. */
     public record Stats(long received, long delivered, long peersAccepted, long peersRefused, long endsOfStream,
@@ -62,23 +59,36 @@ public final class BridgeReceiver implements AutoCloseable {
     private final AtomicReference<String> lastError = new AtomicReference<>();
     private volatile boolean closed;
 
-    /** One tensor being read or waiting for room on the local queue. */
+    /** One tensor being received or waiting for room on the local queue. */
     private static final class Copy {
         final Peer from;
         final long sequence;
         final Tensor tensor;
+        final MemorySegment into;
+        /** Bytes whose messages arrived (their rendezvous receives may still run). */
+        long announced;
+        int receiving;
+        boolean failed;
+        boolean finished;
         boolean done;
 
-        Copy(Peer from, long sequence, Tensor tensor) {
+        Copy(Peer from, long sequence, Tensor tensor, MemorySegment into) {
             this.from = from;
             this.sequence = sequence;
             this.tensor = tensor;
+            this.into = into;
+        }
+
+        long length() {
+            return into.byteSize();
         }
     }
 
     private final class Peer implements Link.Session {
         Link link;
         final List<Copy> reading = new ArrayList<>();
+        /** The tensor whose further chunks are still to come, if any. */
+        Copy incoming;
         boolean lost;
 
         @Override
@@ -89,12 +99,17 @@ public final class BridgeReceiver implements AutoCloseable {
 
         @Override
         public void message(Link l, BridgeMessage m) {
-            switch (m) {
-                case BridgeMessage.Offer o -> read(this, o);
-                case BridgeMessage.End e -> ends.incrementAndGet();
-                default -> l.refuse(BridgeMessage.Refused.BAD_MESSAGE, l.peer() + " sent a "
-                        + m.getClass().getSimpleName() + ", which only a receiver sends");
+            if (m instanceof BridgeMessage.End) {
+                ends.incrementAndGet();
+            } else {
+                l.refuse(BridgeMessage.Refused.BAD_MESSAGE, l.peer() + " sent a " + m.getClass().getSimpleName()
+                        + ", which only a receiver sends");
             }
+        }
+
+        @Override
+        public void offer(Link l, BridgeMessage.Offer o, MemorySegment data, long length, boolean rendezvous) {
+            take(this, o, data, length, rendezvous);
         }
 
         @Override
@@ -107,6 +122,13 @@ public final class BridgeReceiver implements AutoCloseable {
             lastError.set(reason);
             LOG.log(refusedHere ? System.Logger.Level.WARNING : System.Logger.Level.INFO,
                     "bridge: sender {0} gone: {1}", l.peer(), reason);
+            if (incoming != null) {
+                // the rest of its bytes will never come
+                Copy c = incoming;
+                incoming = null;
+                c.failed = true;
+                settle(this, c);
+            }
         }
     }
 
@@ -183,87 +205,100 @@ public final class BridgeReceiver implements AutoCloseable {
         peers.put(p.link, p);
     }
 
-    private void read(Peer p, BridgeMessage.Offer o) {
-        long length = o.byteLength();
-        Tensor bytes;
-        try {
-            bytes = rs.allocateBytes(Math.max(length, 1));
-        } catch (RuntimeException e) {
-            p.link.refuse(BridgeMessage.Refused.UNUSABLE_OFFER, "cannot allocate " + length + " bytes for an offer of "
-                    + p.link.peer() + ": " + e.getMessage());
+    /**
+     * One message of an offer: the first allocates the copy, each puts its bytes at their
+     * offset (copied now, or received by rendezvous). Chunks of a tensor come in order, one
+     * tensor after another; anything else is refused.
+     */
+    private void take(Peer p, BridgeMessage.Offer o, MemorySegment data, long length, boolean rendezvous) {
+        long total = o.byteLength();
+        if (length > total - o.chunkOffset() || length == 0 && total != 0) {
+            p.link.refuse(BridgeMessage.Refused.BAD_MESSAGE, "offer " + o.sequence() + " of " + p.link.peer()
+                    + " brought " + length + " bytes at " + o.chunkOffset() + " of " + total);
             return;
         }
-        Tensor t = bytes.view(o.layout());
-        MemorySegment into = bytes.data().asSlice(0, length);
-        bytes.close();
-        Copy c = new Copy(p, o.sequence(), t);
-        received.incrementAndGet();
-        if (length == 0) {
-            c.done = true;
-            toDeliver.add(c);
-            deliver();
-            return;
-        }
-        MemorySegment rkey;
-        try {
-            rkey = loop.ucp.unpackRkey(p.link.endpoint(), o.rkey());
-        } catch (UcxException e) {
-            t.close();
-            p.link.refuse(BridgeMessage.Refused.UNUSABLE_OFFER, "offer " + o.sequence() + " of " + p.link.peer()
-                    + " has a remote key UCX refuses: " + e.getMessage());
-            return;
-        }
-        int chunks = (int) ((length + READ_CHUNK_BYTES - 1) / READ_CHUNK_BYTES);
-        int[] left = {chunks};
-        boolean[] failed = {false};
-        p.reading.add(c);
-        toDeliver.add(c); // delivery keeps the senders' order
-        for (int i = 0; i < chunks; i++) {
-            long from = i * READ_CHUNK_BYTES;
-            long n = Math.min(READ_CHUNK_BYTES, length - from);
-            MemorySegment request;
-            try {
-                request = loop.ucp.get(p.link.endpoint(), into.asSlice(from, n), o.remoteAddress() + from, rkey);
-            } catch (UcxException e) {
-                // the reads already started still complete (or fail) and count down below
-                failed[0] = true;
-                left[0] -= chunks - i;
-                if (!p.lost) {
-                    p.link.refuse(BridgeMessage.Refused.UNUSABLE_OFFER, "reading offer " + o.sequence() + " of "
-                            + p.link.peer() + " failed: " + e.getMessage());
-                }
-                if (left[0] == 0) {
-                    finishRead(p, c, rkey, false);
-                }
+        Copy c;
+        if (o.chunkOffset() == 0) {
+            if (p.incoming != null) {
+                p.link.refuse(BridgeMessage.Refused.BAD_MESSAGE, p.link.peer() + " offered " + o.sequence()
+                        + " before the rest of " + p.incoming.sequence);
                 return;
             }
-            loop.track(request, status -> {
-                if (status == UcpAbi.UCS_OK) {
-                    if (!p.lost) {
+            Tensor bytes;
+            try {
+                bytes = rs.allocateBytes(Math.max(total, 1));
+            } catch (RuntimeException e) {
+                p.link.refuse(BridgeMessage.Refused.UNUSABLE_OFFER, "cannot allocate " + total
+                        + " bytes for an offer of " + p.link.peer() + ": " + e.getMessage());
+                return;
+            }
+            c = new Copy(p, o.sequence(), bytes.view(o.layout()),
+                    bytes.data().asSlice(0, total));
+            bytes.close();
+            received.incrementAndGet();
+            p.reading.add(c);
+            toDeliver.add(c); // delivery keeps the senders' order
+            p.incoming = c;
+        } else {
+            c = p.incoming;
+            if (c == null || c.sequence != o.sequence() || c.length() != total || c.announced != o.chunkOffset()
+                    || !c.tensor.layout().equals(o.layout())) {
+                p.link.refuse(BridgeMessage.Refused.BAD_MESSAGE, p.link.peer() + " sent bytes at " + o.chunkOffset()
+                        + " of offer " + o.sequence() + " out of order");
+                return;
+            }
+        }
+        MemorySegment slice = c.into.asSlice(o.chunkOffset(), length);
+        c.announced += length;
+        if (c.announced == total) {
+            p.incoming = null;
+        }
+        if (!rendezvous) {
+            MemorySegment.copy(data.reinterpret(length), 0, slice, 0, length);
+        } else {
+            c.receiving++;
+            try {
+                loop.receive(data, slice, status -> {
+                    c.receiving--;
+                    if (status != UcpAbi.UCS_OK) {
+                        c.failed = true;
+                    } else if (!p.lost) {
                         p.link.heard();
                     }
-                } else {
-                    failed[0] = true;
-                }
-                if (--left[0] == 0) {
-                    finishRead(p, c, rkey, !failed[0]);
-                }
-            });
+                    settle(p, c);
+                });
+            } catch (UcxException e) {
+                c.receiving--;
+                c.failed = true;
+                p.incoming = null;
+                settle(p, c);
+                p.link.refuse(BridgeMessage.Refused.UNUSABLE_OFFER, "receiving offer " + o.sequence() + " of "
+                        + p.link.peer() + " failed: " + e.getMessage());
+                return;
+            }
         }
+        settle(p, c);
     }
 
-    /** All reads of a copy ended: it goes on to delivery, or (any read failed) is released. */
-    private void finishRead(Peer p, Copy c, MemorySegment rkey, boolean ok) {
-        loop.ucp.destroyRkey(rkey);
+    /**
+     * Once no receive of {@code c} runs: complete (all its bytes arrived) it goes on to
+     * delivery; failed (a receive failed, or its link ended before the rest came) it is
+     * released, and a failure on a live link ends that link.
+     */
+    private void settle(Peer p, Copy c) {
+        if (c.finished || c.receiving > 0 || !c.failed && c.announced < c.length()) {
+            return;
+        }
+        c.finished = true;
         p.reading.remove(c);
-        if (ok) {
-            c.done = true;
-        } else {
+        if (c.failed) {
             toDeliver.remove(c);
             c.tensor.close();
             if (!p.lost) {
-                p.link.end("reading offer " + c.sequence + " failed");
+                p.link.end("receiving offer " + c.sequence + " failed");
             }
+        } else {
+            c.done = true;
         }
         deliver();
     }

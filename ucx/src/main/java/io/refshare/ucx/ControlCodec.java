@@ -11,7 +11,7 @@ import java.nio.ByteOrder;
  * Encodes and strictly decodes {@link BridgeMessage}s (docs/hosts.md, "Control messages").
  * Every message is one frame, little-endian:
  * <pre>
- *   u32 magic 0x52534231 ("RSB1" read as little-endian text "1BSR"), u8 version 1, u8 type,
+ *   u32 magic 0x52534231 ("RSB1" read as little-endian text "1BSR"), u8 version 2, u8 type,
  *   u16 reserved 0, u32 body length, body
  * </pre>
  * The decoder reads bytes a peer chose, before or after authentication: anything malformed,
@@ -22,17 +22,16 @@ import java.nio.ByteOrder;
  */
 public final class ControlCodec {
     public static final int MAGIC = 0x31425352;
-    public static final int VERSION = 1;
+    /** 2: an offer carries its bytes as the data of its active message (1 sent a remote key to read them with). */
+    public static final int VERSION = 2;
     public static final int HEADER_BYTES = 12;
     public static final int NONCE_BYTES = 32;
     public static final int PROOF_BYTES = 32;
-    public static final int MAX_RKEY_BYTES = 1024;
     public static final int MAX_WINDOW = 1024;
     /** The largest tensor an offer may carry (1 TiB): keeps every size well inside 63 bits. */
     public static final long MAX_TENSOR_BYTES = 1L << 40;
-    /** No frame is longer: an offer of the highest rank with the longest key. */
-    public static final int MAX_FRAME_BYTES = HEADER_BYTES + 8 + 4 + 16 + 16 * TensorLayout.MAX_RANK * 2 + 4
-            + MAX_RKEY_BYTES;
+    /** No frame is longer: an offer of the highest rank (296 bytes). */
+    public static final int MAX_FRAME_BYTES = HEADER_BYTES + offerBytes(TensorLayout.MAX_RANK);
 
     public static final int HELLO = 1;
     public static final int CHALLENGE = 2;
@@ -53,7 +52,7 @@ public final class ControlCodec {
             case BridgeMessage.Challenge c -> NONCE_BYTES + PROOF_BYTES;
             case BridgeMessage.Proof p -> PROOF_BYTES;
             case BridgeMessage.Welcome w -> 4;
-            case BridgeMessage.Offer o -> offerBytes(o.layout().rank(), o.rkey().length);
+            case BridgeMessage.Offer o -> offerBytes(o.layout().rank());
             case BridgeMessage.Delivered d -> 8;
             case BridgeMessage.Heartbeat h -> 0;
             case BridgeMessage.End e -> 0;
@@ -69,15 +68,13 @@ public final class ControlCodec {
             case BridgeMessage.Offer o -> {
                 TensorLayout l = o.layout();
                 b.putLong(o.sequence()).put((byte) l.dtype().code()).put((byte) l.rank()).putShort((short) 0);
-                b.putLong(o.byteLength()).putLong(o.remoteAddress());
+                b.putLong(o.byteLength()).putLong(o.chunkOffset());
                 for (long s : l.shape()) {
                     b.putLong(s);
                 }
                 for (long s : l.strides()) {
                     b.putLong(s);
                 }
-                byte[] rkey = o.rkey();
-                b.putInt(rkey.length).put(rkey);
             }
             case BridgeMessage.Delivered d -> b.putLong(d.sequence());
             case BridgeMessage.Heartbeat h -> { }
@@ -87,8 +84,9 @@ public final class ControlCodec {
         return b.array();
     }
 
-    private static int offerBytes(int rank, int rkeyLength) {
-        return 8 + 4 + 8 + 8 + 16 * rank + 4 + rkeyLength;
+    /** Sequence, dtype/rank/reserved, byte length, chunk offset, then shape and strides. */
+    private static int offerBytes(int rank) {
+        return 8 + 4 + 8 + 8 + 16 * rank;
     }
 
     /** @throws InvalidDataException for anything but exactly one well-formed frame */
@@ -161,7 +159,7 @@ public final class ControlCodec {
     }
 
     private static BridgeMessage.Offer offer(ByteBuffer b, long bodyLength) {
-        if (bodyLength < offerBytes(0, 1)) {
+        if (bodyLength < offerBytes(0)) {
             throw bad("offer body of " + bodyLength + " bytes is too short");
         }
         long sequence = b.getLong();
@@ -174,9 +172,9 @@ public final class ControlCodec {
             throw bad("rank " + rank + " exceeds " + TensorLayout.MAX_RANK);
         }
         long byteLength = b.getLong();
-        long remoteAddress = b.getLong();
-        if (bodyLength < offerBytes(rank, 1)) {
-            throw bad("offer body of " + bodyLength + " bytes is too short for rank " + rank);
+        long chunkOffset = b.getLong();
+        if (bodyLength != offerBytes(rank)) {
+            throw bad("offer body of " + bodyLength + " bytes is not the " + offerBytes(rank) + " of rank " + rank);
         }
         long[] shape = new long[rank];
         long[] strides = new long[rank];
@@ -186,13 +184,8 @@ public final class ControlCodec {
         for (int i = 0; i < rank; i++) {
             strides[i] = b.getLong();
         }
-        long rkeyLength = Integer.toUnsignedLong(b.getInt());
-        if (rkeyLength != b.remaining()) {
-            throw bad("remote key length " + rkeyLength + " but " + b.remaining() + " bytes follow");
-        }
         DType dtype = DType.fromCode(dtypeCode);
-        return new BridgeMessage.Offer(sequence, new TensorLayout(dtype, shape, strides, 0), byteLength, remoteAddress,
-                bytes(b, (int) rkeyLength));
+        return new BridgeMessage.Offer(sequence, new TensorLayout(dtype, shape, strides, 0), byteLength, chunkOffset);
     }
 
     private static int exact(long bodyLength, int expected, String what) {

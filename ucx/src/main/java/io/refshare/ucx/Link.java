@@ -18,8 +18,15 @@ final class Link implements UcxLoop.Endpoint {
         /** Authenticated; for a client, with the server's window. */
         void ready(Link link, int window);
 
-        /** An authenticated peer's message (never a handshake or heartbeat message). */
+        /** An authenticated peer's message (never a handshake or heartbeat message, never an offer). */
         void message(Link link, BridgeMessage m);
+
+        /**
+         * An authenticated peer's offer with its bytes: {@code data} are the {@code length}
+         * bytes themselves, or, {@code rendezvous}, UCX's descriptor to receive them with
+         * ({@link UcxLoop#receive}); valid during this call only.
+         */
+        void offer(Link link, BridgeMessage.Offer offer, MemorySegment data, long length, boolean rendezvous);
 
         /**
          * The link ended for {@code reason}; called once, after which the link sends nothing.
@@ -95,6 +102,17 @@ final class Link implements UcxLoop.Endpoint {
             if (status != UcpAbi.UCS_OK) {
                 lose("sending to " + peer + " failed: " + loop.ucp.statusText(status), false);
             }
+        });
+    }
+
+    /** Sends an offer with its bytes (a chunk of a tensor); {@code done} gets the status once UCX is done with them. */
+    void sendOffer(BridgeMessage.Offer offer, MemorySegment bytes, boolean eager, java.util.function.IntConsumer done) {
+        lastSentNanos = System.nanoTime();
+        loop.sendData(ep, ControlCodec.encode(offer), bytes, eager, status -> {
+            if (status != UcpAbi.UCS_OK) {
+                lose("sending to " + peer + " failed: " + loop.ucp.statusText(status), false);
+            }
+            done.accept(status);
         });
     }
 
@@ -191,6 +209,10 @@ final class Link implements UcxLoop.Endpoint {
                 if (m instanceof BridgeMessage.Heartbeat) {
                     return;
                 }
+                if (m instanceof BridgeMessage.Offer) {
+                    refuse(BridgeMessage.Refused.BAD_MESSAGE, peer + " sent an offer without its bytes");
+                    return;
+                }
                 if (m instanceof BridgeMessage.Hello || m instanceof BridgeMessage.Challenge
                         || m instanceof BridgeMessage.Proof || m instanceof BridgeMessage.Welcome) {
                     refuse(BridgeMessage.Refused.BAD_MESSAGE, peer + " repeated the handshake (" + name(m) + ")");
@@ -200,6 +222,27 @@ final class Link implements UcxLoop.Endpoint {
             }
             case ENDED -> { }
         }
+    }
+
+    @Override
+    public void onData(byte[] header, MemorySegment data, long length, boolean rendezvous) {
+        if (state == State.ENDED) {
+            return;
+        }
+        lastHeardNanos = System.nanoTime();
+        BridgeMessage m;
+        try {
+            m = ControlCodec.decode(header);
+        } catch (InvalidDataException e) {
+            refuse(BridgeMessage.Refused.BAD_MESSAGE, "malformed offer from " + peer + ": " + e.getMessage());
+            return;
+        }
+        if (state != State.READY || !(m instanceof BridgeMessage.Offer o)) {
+            refuse(BridgeMessage.Refused.BAD_MESSAGE, peer + " sent bytes with " + name(m)
+                    + (state == State.READY ? "" : " before the handshake ended"));
+            return;
+        }
+        session.offer(this, o, data, length, rendezvous);
     }
 
     @Override

@@ -65,17 +65,11 @@ final class Ucp {
     private final MethodHandle listenerReject;
     private final MethodHandle epCreate;
     private final MethodHandle epCloseNbx;
-    private final MethodHandle memMap;
-    private final MethodHandle memUnmap;
-    private final MethodHandle rkeyPack;
-    private final MethodHandle rkeyBufferRelease;
-    private final MethodHandle epRkeyUnpack;
-    final MethodHandle rkeyDestroy;
-    private final MethodHandle getNbx;
     private final MethodHandle requestCheckStatus;
     private final MethodHandle requestFree;
     private final MethodHandle setAmRecvHandler;
     private final MethodHandle amSendNbx;
+    private final MethodHandle amRecvDataNbx;
     private final MethodHandle workerGetEfd;
     private final MethodHandle workerArm;
     private final MethodHandle workerSignal;
@@ -112,13 +106,6 @@ final class Ucp {
         listenerReject = b.bind("ucp_listener_reject", STATUS, ADDRESS, ADDRESS);
         epCreate = b.bind("ucp_ep_create", STATUS, ADDRESS, ADDRESS, ADDRESS);
         epCloseNbx = b.bind("ucp_ep_close_nbx", ADDRESS, ADDRESS, ADDRESS);
-        memMap = b.bind("ucp_mem_map", STATUS, ADDRESS, ADDRESS, ADDRESS);
-        memUnmap = b.bind("ucp_mem_unmap", STATUS, ADDRESS, ADDRESS);
-        rkeyPack = b.bind("ucp_rkey_pack", STATUS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
-        rkeyBufferRelease = b.bindVoid("ucp_rkey_buffer_release", ADDRESS);
-        epRkeyUnpack = b.bind("ucp_ep_rkey_unpack", STATUS, ADDRESS, ADDRESS, ADDRESS);
-        rkeyDestroy = b.bindVoid("ucp_rkey_destroy", ADDRESS);
-        getNbx = b.bind("ucp_get_nbx", ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS);
         requestCheckStatus = b.bind("ucp_request_check_status", STATUS, ADDRESS);
         requestFree = b.bindVoid("ucp_request_free", ADDRESS);
         setAmRecvHandler = b.bind("ucp_worker_set_am_recv_handler", STATUS, ADDRESS, ADDRESS);
@@ -129,6 +116,7 @@ final class Ucp {
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         amSendNbx = b.bind("ucp_am_send_nbx", ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG,
                 ADDRESS);
+        amRecvDataNbx = b.bind("ucp_am_recv_data_nbx", ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS);
     }
 
     private record Binder(String library, SymbolLookup lib) {
@@ -443,90 +431,6 @@ final class Ucp {
         }
     }
 
-    /** Registers {@code [address, address+length)} for remote reads; the memory handle. */
-    MemorySegment memMap(MemorySegment context, long address, long length) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = a.allocate(UcpAbi.MEM_MAP_PARAMS);
-            p.set(JAVA_LONG, 0, UcpAbi.MEM_MAP_PARAM_FIELD_ADDRESS | UcpAbi.MEM_MAP_PARAM_FIELD_LENGTH
-                    | UcpAbi.MEM_MAP_PARAM_FIELD_PROT);
-            p.set(JAVA_LONG, off(UcpAbi.MEM_MAP_PARAMS, "address"), address);
-            p.set(JAVA_LONG, off(UcpAbi.MEM_MAP_PARAMS, "length"), length);
-            p.set(JAVA_INT, off(UcpAbi.MEM_MAP_PARAMS, "prot"), UcpAbi.MEM_MAP_PROT_LOCAL_READ
-                    | UcpAbi.MEM_MAP_PROT_LOCAL_WRITE | UcpAbi.MEM_MAP_PROT_REMOTE_READ);
-            MemorySegment out = a.allocate(ADDRESS);
-            check("ucp_mem_map", (byte) memMap.invokeExact(context, p, out));
-            return out.get(ADDRESS, 0);
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UcxException("ucp_mem_map failed", t);
-        }
-    }
-
-    void memUnmap(MemorySegment context, MemorySegment memh) {
-        try {
-            check("ucp_mem_unmap", (byte) memUnmap.invokeExact(context, memh));
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UcxException("ucp_mem_unmap failed", t);
-        }
-    }
-
-    /** The packed remote key of a registration, as bytes to send to the peer. */
-    byte[] packRkey(MemorySegment context, MemorySegment memh) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment bufP = a.allocate(ADDRESS);
-            MemorySegment sizeP = a.allocate(JAVA_LONG);
-            check("ucp_rkey_pack", (byte) rkeyPack.invokeExact(context, memh, bufP, sizeP));
-            MemorySegment buf = bufP.get(ADDRESS, 0);
-            try {
-                return buf.reinterpret(sizeP.get(JAVA_LONG, 0)).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
-            } finally {
-                rkeyBufferRelease.invokeExact(buf);
-            }
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UcxException("ucp_rkey_pack failed", t);
-        }
-    }
-
-    /** Unpacks a peer's remote key for {@code ep}; UCX checks the bytes (a bad key fails here, not later). */
-    MemorySegment unpackRkey(MemorySegment ep, byte[] packed) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment buf = a.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, packed);
-            MemorySegment out = a.allocate(ADDRESS);
-            check("ucp_ep_rkey_unpack", (byte) epRkeyUnpack.invokeExact(ep, buf, out));
-            return out.get(ADDRESS, 0);
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UcxException("ucp_ep_rkey_unpack failed", t);
-        }
-    }
-
-    void destroyRkey(MemorySegment rkey) {
-        try {
-            rkeyDestroy.invokeExact(rkey);
-        } catch (Throwable t) {
-            throw new UcxException("ucp_rkey_destroy failed", t);
-        }
-    }
-
-    /** Starts reading {@code length} remote bytes into {@code local}; the request to poll, or NULL when already done. */
-    MemorySegment get(MemorySegment ep, MemorySegment local, long remoteAddress, MemorySegment rkey) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = a.allocate(UcpAbi.REQUEST_PARAM);
-            return request("ucp_get_nbx", (MemorySegment) getNbx.invokeExact(ep, local, local.byteSize(),
-                    remoteAddress, rkey, p), false);
-        } catch (RuntimeException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new UcxException("ucp_get_nbx failed", t);
-        }
-    }
-
     /** Sends {@code message} as the data of an active message {@code id}, marked so the peer can reply. */
     MemorySegment amSend(MemorySegment ep, int id, MemorySegment message) {
         try (Arena a = Arena.ofConfined()) {
@@ -539,6 +443,41 @@ final class Ucp {
             throw e;
         } catch (Throwable t) {
             throw new UcxException("ucp_am_send_nbx failed", t);
+        }
+    }
+
+    /**
+     * Sends an active message {@code id} with {@code header} and {@code data}, marked so the
+     * peer can reply: {@code eager} sends the bytes inside the message (UCX copies them, or
+     * writes them from {@code data} at once), else by rendezvous (the peer fetches them from
+     * {@code data} once it has a buffer: RDMA read where the transport has one, a zero-copy
+     * write over TCP). Both buffers must stay valid until the request completes.
+     */
+    MemorySegment amSend(MemorySegment ep, int id, MemorySegment header, MemorySegment data, boolean eager) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(UcpAbi.REQUEST_PARAM);
+            p.set(JAVA_INT, 0, UcpAbi.OP_ATTR_FIELD_FLAGS);
+            p.set(JAVA_INT, 4, UcpAbi.AM_SEND_FLAG_REPLY | (eager ? UcpAbi.AM_SEND_FLAG_EAGER
+                    : UcpAbi.AM_SEND_FLAG_RNDV));
+            return request("ucp_am_send_nbx", (MemorySegment) amSendNbx.invokeExact(ep, id, header,
+                    header.byteSize(), data, data.byteSize(), p), false);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UcxException("ucp_am_send_nbx failed", t);
+        }
+    }
+
+    /** Receives a rendezvous message's data (its descriptor from the callback) into {@code into}. */
+    MemorySegment amReceive(MemorySegment worker, MemorySegment descriptor, MemorySegment into) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(UcpAbi.REQUEST_PARAM);
+            return request("ucp_am_recv_data_nbx", (MemorySegment) amRecvDataNbx.invokeExact(worker, descriptor,
+                    into, into.byteSize(), p), false);
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new UcxException("ucp_am_recv_data_nbx failed", t);
         }
     }
 

@@ -30,7 +30,6 @@ final class UcpAbi {
     static final int UCS_ERR_CONNECTION_RESET = -25;
 
     static final long PARAM_FIELD_FEATURES = 1;
-    static final long FEATURE_RMA = 2;
     static final long FEATURE_AM = 64;
     static final long FEATURE_WAKEUP = 16;
     static final long WORKER_PARAM_FIELD_THREAD_MODE = 1;
@@ -45,12 +44,6 @@ final class UcpAbi {
     static final int EP_PARAMS_FLAGS_CLIENT_SERVER = 1;
     static final int ERR_HANDLING_MODE_PEER = 1;
     static final int EP_CLOSE_FLAG_FORCE = 1;
-    static final long MEM_MAP_PARAM_FIELD_ADDRESS = 1;
-    static final long MEM_MAP_PARAM_FIELD_LENGTH = 2;
-    static final long MEM_MAP_PARAM_FIELD_PROT = 8;
-    static final int MEM_MAP_PROT_LOCAL_READ = 1;
-    static final int MEM_MAP_PROT_LOCAL_WRITE = 2;
-    static final int MEM_MAP_PROT_REMOTE_READ = 256;
     static final int OP_ATTR_FIELD_FLAGS = 16;
     static final long AM_HANDLER_PARAM_FIELD_ID = 1;
     static final long AM_HANDLER_PARAM_FIELD_FLAGS = 2;
@@ -59,6 +52,7 @@ final class UcpAbi {
     static final int AM_FLAG_WHOLE_MSG = 1;
     static final int AM_SEND_FLAG_REPLY = 1;
     static final int AM_SEND_FLAG_EAGER = 2;
+    static final int AM_SEND_FLAG_RNDV = 4;
     static final long AM_RECV_ATTR_FIELD_REPLY_EP = 1;
     static final long AM_RECV_ATTR_FLAG_DATA = 65536;
     static final long AM_RECV_ATTR_FLAG_RNDV = 131072;
@@ -91,11 +85,6 @@ final class UcpAbi {
             JAVA_LONG.withName("field_mask"), ADDRESS.withName("address"), JAVA_INT.withName("err_mode"), pad(4),
             HANDLER.withName("err_handler"), ADDRESS.withName("user_data"), JAVA_INT.withName("flags"), pad(4),
             SOCK_ADDR.withName("sockaddr"), ADDRESS.withName("conn_request"), pad(24)).withName("ucp_ep_params_t");
-
-    static final StructLayout MEM_MAP_PARAMS = MemoryLayout.structLayout(
-            JAVA_LONG.withName("field_mask"), ADDRESS.withName("address"), JAVA_LONG.withName("length"),
-            JAVA_INT.withName("flags"), JAVA_INT.withName("prot"), JAVA_INT.withName("memory_type"), pad(4))
-            .withName("ucp_mem_map_params_t");
 
     static final StructLayout REQUEST_PARAM = MemoryLayout.structLayout(
             JAVA_INT.withName("op_attr_mask"), JAVA_INT.withName("flags"), ADDRESS.withName("request"),

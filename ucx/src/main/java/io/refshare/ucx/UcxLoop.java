@@ -30,9 +30,11 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * {@linkplain #every timers}. With nothing to do it spins a little (a message in flight is
  * answered at once), then parks in short steps.
  *
- * <p>Control messages arrive as active messages {@value #CONTROL_AM_ID}; each is copied
- * out of UCX's buffer and given to the {@link Endpoint} registered for the endpoint it came
- * on (by its reply endpoint). Messages on unknown endpoints are dropped.
+ * <p>Control messages arrive as active messages {@value #CONTROL_AM_ID} with the frame as
+ * their data; each is copied out of UCX's buffer and given to the {@link Endpoint} registered
+ * for the endpoint it came on (by its reply endpoint). A message with a header is a tensor's
+ * bytes: the header is the frame (copied), the data UCX's, valid during the call only.
+ * Messages on unknown endpoints are dropped.
  */
 final class UcxLoop implements AutoCloseable {
     static final int CONTROL_AM_ID = 0x5253;
@@ -43,6 +45,13 @@ final class UcxLoop implements AutoCloseable {
     /** What the loop tells the owner of an endpoint (on the loop thread). */
     interface Endpoint {
         void onMessage(byte[] frame);
+
+        /**
+         * A message carrying bytes: {@code header} its frame, {@code data} the bytes themselves
+         * ({@code rendezvous} false) or UCX's descriptor to {@link #receive} them with; either
+         * is valid during this call only. A descriptor not received is dropped.
+         */
+        void onData(byte[] header, MemorySegment data, long length, boolean rendezvous);
 
         void onError(int status, String text);
     }
@@ -75,7 +84,7 @@ final class UcxLoop implements AutoCloseable {
         this.thread = Thread.ofPlatform().name(name).daemon(true).unstarted(this::run);
     }
 
-    /** Starts the loop thread, which creates the context (RMA and active messages) and worker. */
+    /** Starts the loop thread, which creates the context (active messages) and worker. */
     static UcxLoop start(String name) {
         UcxLoop loop = new UcxLoop(name);
         loop.thread.start();
@@ -161,6 +170,32 @@ final class UcxLoop implements AutoCloseable {
         });
     }
 
+    /**
+     * Sends {@code data} with {@code header} (a frame) as one active message, inside it when
+     * {@code eager}, else by rendezvous; {@code data} must stay valid until {@code done} gets
+     * the status.
+     */
+    void sendData(MemorySegment ep, byte[] header, MemorySegment data, boolean eager, IntConsumer done) {
+        Arena a = Arena.ofConfined();
+        MemorySegment h = a.allocateFrom(JAVA_BYTE, header);
+        MemorySegment request;
+        try {
+            request = ucp.amSend(ep, CONTROL_AM_ID, h, data, eager);
+        } catch (RuntimeException e) {
+            a.close();
+            throw e;
+        }
+        track(request, status -> {
+            a.close();
+            done.accept(status);
+        });
+    }
+
+    /** Receives the bytes of a rendezvous message (its descriptor from {@link Endpoint#onData}) into {@code into}. */
+    void receive(MemorySegment descriptor, MemorySegment into, IntConsumer done) {
+        track(ucp.amReceive(worker, descriptor, into), done);
+    }
+
     /** Forgets and force-closes an endpoint; nothing more is reported for it. */
     void closeEndpoint(MemorySegment ep) {
         if (endpoints.remove(ep.address()) != null) {
@@ -170,7 +205,7 @@ final class UcxLoop implements AutoCloseable {
 
     private void run() {
         try {
-            context = ucp.init(UcpAbi.FEATURE_RMA | UcpAbi.FEATURE_AM | UcpAbi.FEATURE_WAKEUP);
+            context = ucp.init(UcpAbi.FEATURE_AM | UcpAbi.FEATURE_WAKEUP);
             worker = ucp.workerCreate(context);
             eventFd = ucp.eventFd(worker);
             MemorySegment amStub = Ucp.upcallStub(bind("onActiveMessage", MethodType.methodType(byte.class,
@@ -251,19 +286,28 @@ final class UcxLoop implements AutoCloseable {
 
     private final MemorySegment pollfd = Arena.global().allocate(8);
 
+    /** Frees the requests that ended, then tells their owners (who may start new requests meanwhile). */
     private int pollRequests() {
-        int done = 0;
+        List<Pending> ended = null;
         for (Iterator<Pending> it = requests.iterator(); it.hasNext(); ) {
             Pending p = it.next();
-            int status = ucp.requestStatus(p.request);
-            if (status != UcpAbi.UCS_INPROGRESS) {
+            if (ucp.requestStatus(p.request) != UcpAbi.UCS_INPROGRESS) {
                 it.remove();
-                ucp.requestFree(p.request);
-                p.done.accept(status);
-                done++;
+                if (ended == null) {
+                    ended = new ArrayList<>();
+                }
+                ended.add(p);
             }
         }
-        return done;
+        if (ended == null) {
+            return 0;
+        }
+        for (Pending p : ended) {
+            int status = ucp.requestStatus(p.request);
+            ucp.requestFree(p.request);
+            p.done.accept(status);
+        }
+        return ended.size();
     }
 
     private void destroy() {
@@ -287,17 +331,24 @@ final class UcxLoop implements AutoCloseable {
         try {
             MemorySegment p = param.reinterpret(UcpAbi.AM_RECV_PARAM.byteSize());
             long attr = p.get(JAVA_LONG, 0);
-            if ((attr & UcpAbi.AM_RECV_ATTR_FIELD_REPLY_EP) == 0 || (attr & UcpAbi.AM_RECV_ATTR_FLAG_RNDV) != 0
-                    || length > ControlCodec.MAX_FRAME_BYTES) {
-                // no peer to answer, a rendezvous (no control frame is sent so: the data pointer is
-                // only a descriptor) or bigger than any valid frame: dropped unread; UCS_OK lets
-                // UCX release it
-                return (byte) UcpAbi.UCS_OK;
+            boolean rendezvous = (attr & UcpAbi.AM_RECV_ATTR_FLAG_RNDV) != 0;
+            if ((attr & UcpAbi.AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
+                return (byte) UcpAbi.UCS_OK; // no peer to answer: dropped unread (UCS_OK lets UCX release it)
             }
             Endpoint owner = endpoints.get(p.get(ADDRESS, 8).address());
-            if (owner != null) {
-                byte[] frame = data.reinterpret(length).toArray(JAVA_BYTE);
-                owner.onMessage(frame);
+            if (owner == null) {
+                return (byte) UcpAbi.UCS_OK;
+            }
+            if (headerLength > 0) {
+                // a tensor's bytes; a header longer than any frame is refused by the decoder all the same
+                byte[] frame = header.reinterpret(Math.min(headerLength, ControlCodec.MAX_FRAME_BYTES + 1L))
+                        .toArray(JAVA_BYTE);
+                owner.onData(frame, data, length, rendezvous);
+            } else if (!rendezvous) {
+                // a control frame; of one longer than any valid frame a byte more is enough for the
+                // decoder to refuse it (one sent by rendezvous is a descriptor, not bytes: dropped unread)
+                owner.onMessage(data.reinterpret(Math.min(length, ControlCodec.MAX_FRAME_BYTES + 1L))
+                        .toArray(JAVA_BYTE));
             }
         } catch (Throwable t) {
             System.getLogger(UcxLoop.class.getName()).log(System.Logger.Level.WARNING,

@@ -47,8 +47,7 @@ class ControlCodecFuzzTest {
         BridgeMessage.Offer offer;
         try {
             layout = new TensorLayout(types[data.consumeInt(0, types.length - 1)], shape, strides, 0);
-            offer = new BridgeMessage.Offer(data.consumeLong(), layout, layout.byteSpan(), data.consumeLong(),
-                    data.consumeBytes(ControlCodec.MAX_RKEY_BYTES + 1));
+            offer = new BridgeMessage.Offer(data.consumeLong(), layout, layout.byteSpan(), data.consumeLong());
         } catch (IllegalArgumentException refused) {
             return;
         }

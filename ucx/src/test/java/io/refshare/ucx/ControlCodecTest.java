@@ -24,8 +24,7 @@ class ControlCodecTest {
         Arrays.fill(n, (byte) 7);
         TensorLayout l = new TensorLayout(DType.FLOAT32, new long[]{4, 3}, new long[]{1, 4}, 0);
         return List.of(new BridgeMessage.Hello(n), new BridgeMessage.Challenge(n, n), new BridgeMessage.Proof(n),
-                new BridgeMessage.Welcome(16), new BridgeMessage.Offer(42, l, l.byteSpan(), 0x7f00_0000_1000L,
-                        new byte[]{1, 2, 3}), new BridgeMessage.Delivered(42), new BridgeMessage.Heartbeat(),
+                new BridgeMessage.Welcome(16), new BridgeMessage.Offer(42, l, l.byteSpan(), 16), new BridgeMessage.Delivered(42), new BridgeMessage.Heartbeat(),
                 new BridgeMessage.End(), new BridgeMessage.Refused(BridgeMessage.Refused.BAD_SECRET));
     }
 
@@ -44,7 +43,7 @@ class ControlCodecTest {
         assertRefused(Arrays.copyOf(offer, 5), "shorter than");
         assertRefused(Arrays.copyOf(offer, offer.length + 1), "body length");
         assertRefused(with(offer, 0, (byte) 0), "magic");
-        assertRefused(with(offer, 4, (byte) 2), "version");
+        assertRefused(with(offer, 4, (byte) 1), "version");
         assertRefused(with(offer, 5, (byte) 99), "unknown message type");
         assertRefused(with(offer, 6, (byte) 1), "reserved");
         assertRefused(with(offer, 12 + 8, (byte) 200), "dtype");
@@ -53,10 +52,12 @@ class ControlCodecTest {
         byte[] wrongLength = offer.clone();
         ByteBuffer.wrap(wrongLength).order(ByteOrder.LITTLE_ENDIAN).putLong(12 + 12, 1);
         assertRefused(wrongLength, "span");
-        // a remote key length pointing past the frame
-        byte[] longKey = offer.clone();
-        ByteBuffer.wrap(longKey).order(ByteOrder.LITTLE_ENDIAN).putInt(offer.length - 3 - 4, 1000);
-        assertRefused(longKey, "remote key length");
+        // a chunk starting at or past the tensor's end
+        byte[] pastEnd = offer.clone();
+        ByteBuffer.wrap(pastEnd).order(ByteOrder.LITTLE_ENDIAN).putLong(12 + 20, 48);
+        assertRefused(pastEnd, "chunk offset");
+        // a rank whose shape and strides the body does not hold
+        assertRefused(with(offer, 12 + 9, (byte) 3), "not the");
         // a window of 0
         byte[] welcome = ControlCodec.encode(new BridgeMessage.Welcome(1));
         ByteBuffer.wrap(welcome).order(ByteOrder.LITTLE_ENDIAN).putInt(12, 0);

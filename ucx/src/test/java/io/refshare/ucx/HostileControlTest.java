@@ -11,6 +11,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
@@ -32,7 +33,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A receiving bridge faced with a peer that speaks UCX but not the protocol: raw frames
  * (the fuzz corpus, garbage, handshake steps out of order, forged proofs, and after a real
- * handshake offers with unusable remote keys and messages only a receiver sends). Each is
+ * handshake offers larger than the host's memory, offers without their bytes, bytes out of
+ * order or under another message, and messages only a receiver sends). Each is
  * refused with its reason, nothing is delivered, and an honest sender is served afterwards.
  * Loopback, in this JVM.
  */
@@ -91,6 +93,12 @@ class HostileControlTest {
             raw.execute(() -> raw.send(ep, frame, status -> { }));
         }
 
+        /** {@code frame} as the header of a message carrying {@code bytes} (inline). */
+        void sendWithBytes(byte[] frame, int bytes) {
+            MemorySegment data = Arena.ofAuto().allocate(Math.max(bytes, 1)).asSlice(0, bytes);
+            raw.execute(() -> raw.sendData(ep, frame, data, true, status -> data.byteSize()));
+        }
+
         BridgeMessage next() throws InterruptedException {
             byte[] f = frames.poll(10, TimeUnit.SECONDS);
             assertNotNull(f, "the receiver answered nothing");
@@ -113,6 +121,11 @@ class HostileControlTest {
         @Override
         public void onMessage(byte[] frame) {
             frames.add(frame);
+        }
+
+        @Override
+        public void onData(byte[] header, MemorySegment data, long length, boolean rendezvous) {
+            frames.add(header); // a receiver sends no bytes: the test sees the frame and fails on it
         }
 
         @Override
@@ -189,13 +202,12 @@ class HostileControlTest {
     }
 
     @Test
-    void afterTheHandshakeUnusableOffersAndReceiverMessagesAreRefused() throws Exception {
-        // more than this host's shared memory holds: refused before any remote key is unpacked
-        // or any byte read (the address and key are never used)
+    void afterTheHandshakeUnusableOrMalformedOffersAndReceiverMessagesAreRefused() throws Exception {
+        // more than this host's shared memory holds: refused before a byte is taken
         TensorLayout l = TensorLayout.contiguous(DType.UINT8, 2 * CAPACITY);
         RawPeer p = new RawPeer();
         p.authenticate();
-        p.send(ControlCodec.encode(new BridgeMessage.Offer(1, l, 2 * CAPACITY, 0x1000, new byte[]{9, 9, 9, 9})));
+        p.sendWithBytes(ControlCodec.encode(new BridgeMessage.Offer(1, l, 2 * CAPACITY, 0)), 64);
         assertRefused(p, BridgeMessage.Refused.UNUSABLE_OFFER);
 
         RawPeer q = new RawPeer();
@@ -208,7 +220,27 @@ class HostileControlTest {
         r.send(ControlCodec.encode(new BridgeMessage.Hello(BridgeSecret.nonce())));
         assertRefused(r, BridgeMessage.Refused.BAD_MESSAGE);
 
-        awaitRefused(3);
+        // an offer as a plain control message (its bytes missing), bytes under a heartbeat's
+        // frame, a tensor's second chunk without its first, more bytes than the offer says
+        TensorLayout small = TensorLayout.contiguous(DType.UINT8, 64);
+        RawPeer s1 = new RawPeer();
+        s1.authenticate();
+        s1.send(ControlCodec.encode(new BridgeMessage.Offer(1, small, 64, 0)));
+        assertRefused(s1, BridgeMessage.Refused.BAD_MESSAGE);
+        RawPeer s2 = new RawPeer();
+        s2.authenticate();
+        s2.sendWithBytes(ControlCodec.encode(new BridgeMessage.Heartbeat()), 64);
+        assertRefused(s2, BridgeMessage.Refused.BAD_MESSAGE);
+        RawPeer s3 = new RawPeer();
+        s3.authenticate();
+        s3.sendWithBytes(ControlCodec.encode(new BridgeMessage.Offer(1, small, 64, 32)), 32);
+        assertRefused(s3, BridgeMessage.Refused.BAD_MESSAGE);
+        RawPeer s4 = new RawPeer();
+        s4.authenticate();
+        s4.sendWithBytes(ControlCodec.encode(new BridgeMessage.Offer(1, small, 64, 0)), 65);
+        assertRefused(s4, BridgeMessage.Refused.BAD_MESSAGE);
+
+        awaitRefused(7);
         assertEquals(0, receiver.stats().delivered());
         honestSenderIsServed();
     }

@@ -38,8 +38,6 @@ class UcpLayoutTest {
         struct(java, "ucp_err_handler_t", UcpAbi.HANDLER, "cb", "arg");
         struct(java, "ucp_ep_params_t", UcpAbi.EP_PARAMS, "field_mask", "address", "err_mode", "err_handler",
                 "user_data", "flags", "sockaddr", "conn_request");
-        struct(java, "ucp_mem_map_params_t", UcpAbi.MEM_MAP_PARAMS, "field_mask", "address", "length", "flags",
-                "prot", "memory_type");
         struct(java, "ucp_request_param_t", UcpAbi.REQUEST_PARAM, "op_attr_mask", "flags", "request", "cb",
                 "datatype", "user_data", "memory_type", "memh");
         struct(java, "ucp_am_handler_param_t", UcpAbi.AM_HANDLER_PARAM, "field_mask", "id", "flags", "cb", "arg");

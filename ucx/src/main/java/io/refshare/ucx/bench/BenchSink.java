@@ -29,7 +29,7 @@ import java.util.concurrent.TimeUnit;
  * stdin closes.
  */
 public final class BenchSink {
-    /** Offers in flight: enough to keep a fast link busy while each read waits for its round trip. */
+    /** Tensors in flight: enough to keep a fast link busy while each waits for its rendezvous round trip. */
     static final int WINDOW = 16;
     static final int FLAG_PLAIN = 0;
     static final int FLAG_PROBE = 1;

@@ -68,7 +68,7 @@ public final class BenchSource {
     }
 
     private static void runUcx(RemoteQueue q, Tensor[] pool, int count, boolean throughput) throws Exception {
-        int warmup = Math.max(10, count / 10);
+        int warmup = Math.max(10, count / 4);
         for (int i = 0; i < warmup; i++) {
             stamp(pool[i % POOL].data(), BenchSink.FLAG_PLAIN);
             q.put(pool[i % POOL]);
@@ -103,7 +103,7 @@ public final class BenchSource {
     private static void runSocket(SocketChannel c, Tensor[] pool, int count, boolean throughput) throws Exception {
         ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
         ByteBuffer ack = ByteBuffer.allocateDirect(1);
-        int warmup = Math.max(10, count / 10);
+        int warmup = Math.max(10, count / 4);
         for (int i = 0; i < warmup; i++) {
             send(c, header, pool[i % POOL].data(), i == warmup - 1 ? BenchSink.FLAG_LAST : BenchSink.FLAG_PLAIN);
         }
