@@ -95,6 +95,11 @@ public final class CudaBackend implements SegmentBackend {
     }
 
     /** The live segment of this process with this handle, or null. */
+    /** The device ordinal this backend allocates on. */
+    int ordinal() {
+        return context.ordinal();
+    }
+
     static CudaSegment ownSegment(HandleKey handle) {
         return OWN.get(handle);
     }

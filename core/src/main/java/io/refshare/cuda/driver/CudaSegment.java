@@ -27,6 +27,11 @@ public final class CudaSegment implements Segment {
         this.handle = handle;
     }
 
+    /** The ordinal of the device this segment is on. */
+    int deviceOrdinal() {
+        return backend.ordinal();
+    }
+
     /** An identifier for descriptors, logs and tools; what opens the memory is {@link #memoryHandle()}. */
     @Override
     public String name() {

@@ -3,6 +3,7 @@ package io.refshare.cuda.driver;
 import io.refshare.cuda.CudaConfig;
 import io.refshare.cuda.CudaUnavailableException;
 import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.stats.CudaStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.Segment;
@@ -407,6 +408,14 @@ public final class CudaSharing implements DeviceSharing {
     private Opened openSegment(CudaDriver driver, HandleKey handle, Descriptor d) {
         CudaSegment own = CudaBackend.ownSegment(handle);
         if (own != null) {
+            if (own.deviceOrdinal() != context.ordinal()) {
+                // its address is valid on its own device only; using it from this one needs peer access,
+                // which refshare does not enable behind the user's back
+                throw new RefshareException("segment " + d.segmentName() + " was allocated on cuda:"
+                        + own.deviceOrdinal() + " by another refshare instance of this process, and this instance uses "
+                        + context + ": receive it with an instance on cuda:" + own.deviceOrdinal()
+                        + ", or copy it through the host");
+            }
             checkSize(d, own.size());
             return new Opened(handle, own.name(), own.address(), own.size(), true);
         }

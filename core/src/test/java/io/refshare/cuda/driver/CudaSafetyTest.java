@@ -6,6 +6,7 @@ import io.refshare.cuda.CudaUnavailableException;
 import io.refshare.tensor.Device;
 import io.refshare.Internals;
 import io.refshare.Refshare;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.RefshareConfig;
 import io.refshare.tensor.DType;
 import io.refshare.Tensor;
@@ -49,6 +50,34 @@ class CudaSafetyTest {
         td.configure(shm.path(), 1, -1);
         td.reset();
         return td;
+    }
+
+    /**
+     * A device block of this very process on another device is refused plainly (its address is
+     * valid on its own device only, and refshare enables no peer access), and its token goes
+     * back to the sender, so the producer's memory is not pinned by a message nobody can take.
+     */
+    @Test
+    void aSameProcessReceiverOnAnotherDeviceIsRefusedAndTheTokenGoesBack() throws InterruptedException {
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm, "two devices");
+            td.configure(shm.path(), 2, -1);
+            try (Refshare producer = Refshare.open(shm.config());
+                 Refshare other = Refshare.open(shm.config().withCudaDevice(1))) {
+                try (Tensor t = producer.allocate(CUDA, DType.UINT8, 4096)) {
+                    fill(producer, t, 5);
+                    byte[] message = producer.share(t);
+                    var e = assertThrows(RefshareException.class, () -> other.receive(message));
+                    assertTrue(e.getMessage().contains("cuda:0") && e.getMessage().contains("cuda:1"),
+                            e.getMessage());
+                    assertThrows(RefshareException.class, () -> producer.receive(message),
+                            "the refused message's reference went back to the sender: it is used up");
+                }
+                assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(5)), "the reference came back");
+            } finally {
+                td.reset();
+            }
+        }
     }
 
     /** A failed segment release keeps the token: returning it could let the sender free memory still open here. */
