@@ -1,5 +1,5 @@
 """The Python process of ``refshare bench``'s Java<->Python rows, driven like the Java consumer
-(io.refshare.cli.bench.BenchPeer): one-line commands on stdin, replies on stdout, timestamps from
+(io.refshare.harness.BenchPeer): one-line commands on stdin, replies on stdout, timestamps from
 ``time.monotonic_ns()`` (CLOCK_MONOTONIC, the clock Java's System.nanoTime() reads on Linux).
 
 As a consumer of a Java producer (Java -> Python rows) it answers BenchPeer's commands and does
@@ -27,7 +27,7 @@ PING_PONG_CAPACITY = 2
 
 
 def tag(mode, i):
-    """The byte every position of message i holds (io.refshare.cli.bench.Payload#tag)."""
+    """The byte every position of message i holds (io.refshare.harness.Payload#tag)."""
     return 0x5A if mode == "REUSE" else 1 + i % 251
 
 

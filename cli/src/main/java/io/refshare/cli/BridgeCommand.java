@@ -1,5 +1,6 @@
 package io.refshare.cli;
 
+import io.refshare.harness.ShmOptions;
 import io.refshare.Refshare;
 import io.refshare.ShareQueue;
 import io.refshare.ucx.BridgeReceiver;

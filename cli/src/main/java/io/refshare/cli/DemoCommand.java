@@ -1,5 +1,9 @@
 package io.refshare.cli;
 
+import io.refshare.harness.ShmOptions;
+import io.refshare.harness.PythonPeers;
+import io.refshare.harness.ChildJvms;
+import io.refshare.harness.ByteSize;
 import io.refshare.tensor.Device;
 import io.refshare.Refshare;
 import io.refshare.ShareQueue;

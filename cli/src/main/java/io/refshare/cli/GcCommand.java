@@ -1,5 +1,6 @@
 package io.refshare.cli;
 
+import io.refshare.harness.ShmOptions;
 import io.refshare.inspect.Janitor;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;

@@ -1,5 +1,8 @@
 package io.refshare.cli;
 
+import io.refshare.harness.ShmOptions;
+import io.refshare.harness.ChildJvms;
+import io.refshare.harness.ByteSize;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.SharedHolder;

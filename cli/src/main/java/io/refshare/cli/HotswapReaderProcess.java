@@ -1,5 +1,6 @@
 package io.refshare.cli;
 
+import io.refshare.harness.ChildJvms;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

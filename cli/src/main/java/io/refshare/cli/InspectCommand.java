@@ -1,5 +1,6 @@
 package io.refshare.cli;
 
+import io.refshare.harness.ShmOptions;
 import io.refshare.inspect.Inventory;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmKind;

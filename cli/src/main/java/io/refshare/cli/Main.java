@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 /** {@code refshare <command>}: the command line of refshare. */
 @Command(name = "refshare", mixinStandardHelpOptions = true, version = "refshare 0.1.0",
         description = "Zero-copy shared memory between processes, with cross-process reference counting.",
-        subcommands = {DemoCommand.class, HotswapCommand.class, InspectCommand.class, GcCommand.class, BridgeCommand.class, io.refshare.cli.bench.BenchCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {DemoCommand.class, HotswapCommand.class, InspectCommand.class, GcCommand.class, BridgeCommand.class, io.refshare.harness.BenchCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

@@ -1,5 +1,6 @@
 package io.refshare.cli;
 
+import io.refshare.harness.PythonPeers;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

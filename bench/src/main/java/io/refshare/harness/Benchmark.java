@@ -1,0 +1,191 @@
+package io.refshare.harness;
+
+
+import io.refshare.Refshare;
+import io.refshare.WaitStrategy;
+import io.refshare.inspect.Inventory;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * One benchmark run: this process is the producer, one child JVM the consumer, and every
+ * system is measured between those two processes, size by size, so the copy baseline and
+ * refshare see the same machine in the same minute; refshare's reclamation latency is measured
+ * between them too. Afterwards it checks that the run
+ * left nothing behind: no consumer process, no limbo, no files.
+ */
+final class Benchmark {
+    private static final int CLOCK_PROBES = 50;
+    private static final long WARMUP_MAX_BYTES = 64 << 10;
+
+    private final Settings settings;
+    private final PrintStream log;
+    private final List<Measurement> measurements = new ArrayList<>();
+    private final List<Reclamation> reclamations = new ArrayList<>();
+
+    private Benchmark(Settings settings, PrintStream log) {
+        this.settings = settings;
+        this.log = log;
+    }
+
+    /** Runs everything {@code settings} asks for, printing progress to {@code log}. */
+    static BenchResults run(Settings settings, PrintStream log) throws IOException, InterruptedException {
+        return new Benchmark(settings, log).run();
+    }
+
+    private BenchResults run() throws IOException, InterruptedException {
+        ZonedDateTime date = ZonedDateTime.now(ZoneOffset.UTC);
+        long started = System.nanoTime();
+        MachineInfo machine = MachineInfo.detect();
+        String loadBefore = MachineInfo.loadAverage();
+        Set<String> before = ourFiles();
+        List<SizePlan> plans = settings.sizes().stream().map(settings::plan).toList();
+        ClockCheck clock;
+        long consumerPid;
+        int consumerExit;
+        boolean limboEmpty;
+        PythonBench.Outcome python;
+        Refshare rs = Refshare.open(settings.config());
+        try {
+            try (PeerProcess peer = PeerProcess.start(settings.directory(), settings.prefix())) {
+                consumerPid = peer.pid();
+                log.printf(Locale.ROOT, "producer pid %d, consumer pid %d%n", ProcessHandle.current().pid(), consumerPid);
+                try (SocketBench socket = SocketBench.connect(peer)) {
+                    clock = ClockCheck.probe(peer, CLOCK_PROBES);
+                    RefshareBench refshare = new RefshareBench(rs, peer);
+                    // compiling the hot paths does not need large payloads: a run of 256 MiB only would
+                    // otherwise fill 256 MiB tens of thousands of times before measuring anything
+                    warmUp(refshare, socket, Math.min(Collections.min(settings.sizes()), WARMUP_MAX_BYTES));
+                    for (SizePlan plan : plans) {
+                        measure(refshare, socket, plan);
+                        rs.trim(); // give this size's pooled memory back before the next one
+                    }
+                }
+                // the Python rows need the consumer JVM too: it consumes what the Python process produces
+                python = settings.python() ? PythonBench.run(rs, peer, settings, plans, log)
+                        : new PythonBench.Outcome(List.of(), "--no-python given", 0, 0);
+                measurements.addAll(python.measurements());
+                consumerExit = peer.finish(log);
+            }
+            measureAgrona(plans);
+            limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
+        } finally {
+            rs.close();
+        }
+        String torch;
+        if (settings.torch()) {
+            TorchBench.Outcome outcome = TorchBench.run(plans, log);
+            measurements.addAll(outcome.measurements());
+            torch = outcome.skipped();
+        } else {
+            torch = "--no-torch given";
+        }
+        Set<Long> pids = new HashSet<>(Set.of(ProcessHandle.current().pid(), consumerPid));
+        if (python.pid() != 0) {
+            pids.add(python.pid());
+        }
+        List<String> left = leftBehind(before, pids);
+        return new BenchResults(date, machine, loadBefore, MachineInfo.loadAverage(), settings,
+                ProcessHandle.current().pid(), consumerPid, clock, plans, List.copyOf(measurements),
+                List.copyOf(reclamations), torch, python.skipped(),
+                new BenchResults.Cleanup(consumerExit, python.exit(), limboEmpty, left), System.nanoTime() - started);
+    }
+
+    /** Runs every kind of exchange once, unmeasured, so that both JVMs compile their hot paths first. */
+    private void warmUp(RefshareBench refshare, SocketBench socket, long size) throws IOException, InterruptedException {
+        int rounds = settings.warmup();
+        if (rounds == 0) {
+            return;
+        }
+        log.printf(Locale.ROOT, "warming up both JVMs: %,d ping-pong rounds and %,d streamed messages of %s per kind%n",
+                rounds, 5L * rounds, ByteSize.label(size));
+        for (Mode mode : Mode.values()) {
+            refshare.pingPong(size, mode, 0, rounds);
+            refshare.stream(size, mode, 1, 5 * rounds, 64);
+        }
+        socket.pingPong(size, 0, rounds);
+        socket.stream(size, 1, 5 * rounds);
+    }
+
+    private void measure(RefshareBench refshare, SocketBench socket, SizePlan p) throws IOException, InterruptedException {
+        log.printf(Locale.ROOT, "%s: ping-pong %,d rounds (+%,d warm-up), streaming %,d messages (+%,d warm-up), "
+                        + "window %d, reclamation %,d + %,d rounds%n", ByteSize.label(p.size()), p.pingPongRounds(),
+                p.pingPongWarmup(), p.streamMessages(), p.streamWarmup(), p.window(), p.reclaimRounds(),
+                p.reclaimHeldRounds());
+        for (Mode mode : Mode.values()) {
+            LatencyStats latency = refshare.pingPong(p.size(), mode, p.pingPongWarmup(), p.pingPongRounds());
+            ThroughputStats throughput = refshare.stream(p.size(), mode, p.streamWarmup(), p.streamMessages(),
+                    p.window());
+            add(new Measurement(p.size(), Measurement.REFSHARE + mode.label(), false, latency, throughput));
+            if (mode == Mode.REUSE) {
+                add(new Measurement(p.size(), Measurement.BATCHES + Measurement.BATCH_SIZE, false, latency,
+                        refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, p.streamWarmup(),
+                                p.streamMessages(), p.window())));
+            }
+        }
+        RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
+        add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false,
+                spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()),
+                spinning.stream(p.size(), Mode.REUSE, p.streamWarmup(), p.streamMessages(), p.window())));
+        LatencyStats latency = socket.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds());
+        ThroughputStats throughput = socket.stream(p.size(), p.streamWarmup(), p.streamMessages());
+        add(new Measurement(p.size(), Measurement.SOCKET, true, latency, throughput));
+        add(refshare.reclaim(p.size(), Reclamation.AT_ONCE_NANOS, Math.max(3, p.reclaimRounds() / 10),
+                p.reclaimRounds()));
+        add(refshare.reclaim(p.size(), Reclamation.HELD_NANOS, Math.max(1, p.reclaimHeldRounds() / 10),
+                p.reclaimHeldRounds()));
+    }
+
+    /** The Agrona ring rows, at the sizes a ring of {@link AgronaRings#CAPACITY} takes comfortably. */
+    private void measureAgrona(List<SizePlan> plans) throws IOException, InterruptedException {
+        List<SizePlan> fitting = plans.stream().filter(p -> AgronaBench.fits(p.size())).toList();
+        if (fitting.isEmpty()) {
+            return;
+        }
+        try (AgronaBench agrona = AgronaBench.start(settings.directory())) {
+            for (SizePlan p : fitting) {
+                add(new Measurement(p.size(), AgronaBench.SYSTEM, false,
+                        agrona.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds()),
+                        agrona.stream(p.size(), p.streamWarmup(), p.streamMessages())));
+            }
+        }
+    }
+
+    private void add(Reclamation r) {
+        reclamations.add(r);
+        log.printf(Locale.ROOT, "  reclamation, held %-6s p50 %8.1f us  p99 %8.1f us  (%d rounds%s)%n", r.holdLabel(),
+                r.micros(0.5), r.micros(0.99), r.rounds(), r.excluded() == 0 ? "" : ", " + r.excluded() + " excluded");
+    }
+
+    private void add(Measurement m) {
+        measurements.add(m);
+        log.printf(Locale.ROOT, "  %-18s p50 %10.1f us   %,12.0f tensors/s%n", m.system(),
+                m.latency().oneWayMicros(0.5), m.throughput().tensorsPerSecond());
+    }
+
+    private Set<String> ourFiles() throws IOException {
+        Set<String> names = new HashSet<>();
+        Inventory.list(ShmOptions.directory(settings.config())).forEach(e -> names.add(e.name()));
+        return names;
+    }
+
+    /**
+     * refshare files that appeared during the run and belong to one of its two processes
+     * (others may be creating files in the same directory meanwhile: theirs are not ours to report).
+     */
+    private List<String> leftBehind(Set<String> before, Set<Long> pids) throws IOException {
+        return Inventory.list(ShmOptions.directory(settings.config())).stream()
+                .filter(e -> !before.contains(e.name()) && e.owner() != null && pids.contains(e.owner().pid()))
+                .map(Inventory.Entry::name).sorted().toList();
+    }
+}

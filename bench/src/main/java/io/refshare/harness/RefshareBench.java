@@ -1,0 +1,207 @@
+package io.refshare.harness;
+
+import io.refshare.Refshare;
+import io.refshare.ShareQueue;
+import io.refshare.WaitStrategy;
+import io.refshare.Tensor;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The producer's side of the refshare measurements, over {@link ShareQueue}s between this
+ * process and the consumer process.
+ * <ul>
+ * <li>Ping-pong: one tensor in flight on a "ping" queue, a small acknowledgement tensor
+ * back on a "pong" queue. The send timestamp is taken just before {@code put}.</li>
+ * <li>Streaming: back-to-back puts into one queue whose capacity bounds the messages in
+ * flight; the consumer times what it takes.</li>
+ * <li>Reclamation: one fresh tensor at a time, dropped by the producer at once; the time from
+ * the consumer's close to the block being back in the producer's allocator.</li>
+ * </ul>
+ * Waits on the queues are sliced so that a consumer that died turns into an exception,
+ * never a hang.
+ */
+final class RefshareBench {
+    private static final int PING_PONG_CAPACITY = 2;
+    private static final long WAIT_SLICE_MILLIS = 100;
+    private static final long LIMBO_TIMEOUT_NANOS = 30_000_000_000L;
+
+    private final Refshare rs;
+    private final PeerProcess peer;
+    /** How both ends' queue handles wait (the peer is told with each command). */
+    private final WaitStrategy waiting;
+
+    RefshareBench(Refshare rs, PeerProcess peer) {
+        this(rs, peer, WaitStrategy.BACKOFF);
+    }
+
+    RefshareBench(Refshare rs, PeerProcess peer, WaitStrategy waiting) {
+        this.rs = rs;
+        this.peer = peer;
+        this.waiting = waiting;
+    }
+
+    /** The same measurements with both ends' handles waiting with {@code strategy}. */
+    RefshareBench waitingWith(WaitStrategy strategy) {
+        return new RefshareBench(rs, peer, strategy);
+    }
+
+    LatencyStats pingPong(long size, Mode mode, int warmup, int rounds) throws IOException, InterruptedException {
+        int total = warmup + rounds;
+        long[] sendAt = new long[total];
+        long[] ackAt = new long[total];
+        try (ShareQueue ping = rs.createQueue(PING_PONG_CAPACITY, waiting);
+             ShareQueue pong = rs.createQueue(PING_PONG_CAPACITY, waiting);
+             Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
+            peer.send(BenchPeer.RS_PINGPONG, ping.name(), pong.name(), Integer.toString(total), mode.name(),
+                    waiting.name());
+            peer.await(BenchPeer.READY);
+            for (int i = 0; i < total; i++) {
+                if (reused != null) {
+                    sendAt[i] = System.nanoTime();
+                    put(ping, reused);
+                } else {
+                    try (Tensor fresh = filled(size, Payload.tag(mode, i))) {
+                        sendAt[i] = System.nanoTime();
+                        put(ping, fresh);
+                    } // dropped at once, as a producer does: the block waits for the consumer to let go
+                }
+                Tensor ack = take(pong);
+                ackAt[i] = System.nanoTime();
+                ack.close();
+            }
+            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            reply.requireNoneBad("refshare " + mode.label() + " ping-pong");
+            return LatencyStats.of(sendAt, reply.timestamps(), ackAt, warmup);
+        }
+    }
+
+    ThroughputStats stream(long size, Mode mode, int warmup, int messages, int window)
+            throws IOException, InterruptedException {
+        int total = warmup + messages;
+        try (ShareQueue queue = rs.createQueue(window, waiting);
+             Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
+            peer.send(BenchPeer.RS_STREAM, queue.name(), Integer.toString(total), Integer.toString(warmup), mode.name(),
+                    waiting.name());
+            peer.await(BenchPeer.READY);
+            for (int i = 0; i < total; i++) {
+                if (reused != null) {
+                    put(queue, reused);
+                } else {
+                    try (Tensor fresh = filled(size, Payload.tag(mode, i))) {
+                        put(queue, fresh);
+                    }
+                }
+            }
+            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            reply.requireNoneBad("refshare " + mode.label() + " streaming");
+            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
+        }
+    }
+
+    /**
+     * Streaming in reuse mode with {@link ShareQueue#putAll} of {@code batchSize} references to
+     * the one tensor at a time, and a consumer that takes one and drains the rest of a batch.
+     */
+    ThroughputStats streamBatches(long size, int batchSize, int warmup, int messages, int window)
+            throws IOException, InterruptedException {
+        int total = warmup + messages;
+        try (ShareQueue queue = rs.createQueue(window, waiting);
+             Tensor reused = filled(size, Payload.tag(Mode.REUSE, 0))) {
+            peer.send(BenchPeer.RS_STREAM_BATCH, queue.name(), Integer.toString(total), Integer.toString(warmup),
+                    Integer.toString(batchSize));
+            peer.await(BenchPeer.READY);
+            List<Tensor> batch = Collections.nCopies(batchSize, reused);
+            for (int sent = 0; sent < total; sent += batchSize) {
+                queue.putAll(total - sent >= batchSize ? batch : batch.subList(0, total - sent));
+            }
+            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            reply.requireNoneBad("refshare batches of " + batchSize + " streaming");
+            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
+        }
+    }
+
+    /**
+     * Reclamation latency: each round a freshly allocated tensor (only the bytes the consumer
+     * checks are written: this measures reclamation, not filling) is put and dropped by the producer at
+     * once; the consumer reads it, holds it for {@code holdNanos} and closes it. The producer
+     * only watches its limbo (never collects it itself) and notes the moment it is empty:
+     * the block is back in its allocator. Rounds run one at a time.
+     */
+    Reclamation reclaim(long size, long holdNanos, int warmup, int rounds) throws IOException, InterruptedException {
+        int total = warmup + rounds;
+        long[] droppedAt = new long[total];
+        long[] reusableAt = new long[total];
+        try (ShareQueue ping = rs.createQueue(PING_PONG_CAPACITY);
+             ShareQueue pong = rs.createQueue(PING_PONG_CAPACITY)) {
+            peer.send(BenchPeer.RS_RECLAIM, ping.name(), pong.name(), Integer.toString(total), Long.toString(holdNanos));
+            peer.await(BenchPeer.READY);
+            for (int i = 0; i < total; i++) {
+                try (Tensor fresh = rs.allocateBytes(size)) {
+                    Payload.mark(fresh.data(), Payload.tag(Mode.FRESH, i)); // what the consumer checks, not a fill
+                    put(ping, fresh);
+                }
+                droppedAt[i] = System.nanoTime();
+                awaitLimboEmpty();
+                reusableAt[i] = System.nanoTime();
+                take(pong).close();
+            }
+            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            reply.requireNoneBad("refshare reclamation");
+            long[] closeAt = reply.timestamps();
+            if (closeAt.length != total) {
+                throw new IOException("the consumer sent " + closeAt.length + " close times for " + total + " rounds");
+            }
+            long[] latency = new long[rounds];
+            int n = 0;
+            int excluded = 0;
+            for (int i = warmup; i < total; i++) {
+                if (closeAt[i] < droppedAt[i]) {
+                    excluded++; // the producer's own drop found the block free: nothing for the collector to do
+                } else {
+                    latency[n++] = reusableAt[i] - closeAt[i];
+                }
+            }
+            return new Reclamation(size, holdNanos, Arrays.copyOf(latency, n), excluded);
+        }
+    }
+
+    /** Watches (without collecting) until no block of the producer waits in the limbo. */
+    private void awaitLimboEmpty() throws IOException {
+        long deadline = System.nanoTime() + LIMBO_TIMEOUT_NANOS;
+        for (int i = 1; rs.stats().limboBlocks() != 0; i++) {
+            Thread.yield(); // the collector may need this core (two-core machines)
+            if ((i & 1023) == 0) {
+                peer.requireAlive();
+                if (System.nanoTime() - deadline > 0) {
+                    throw new IOException("the producer's limbo did not empty within "
+                            + LIMBO_TIMEOUT_NANOS / 1_000_000_000 + " s after the consumer closed");
+                }
+            }
+        }
+    }
+
+    private Tensor filled(long size, byte tag) {
+        Tensor t = rs.allocateBytes(size);
+        Payload.fill(t.data(), tag);
+        return t;
+    }
+
+    private void put(ShareQueue queue, Tensor t) throws InterruptedException, IOException {
+        while (!queue.offer(t, WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS)) {
+            peer.requireAlive();
+        }
+    }
+
+    private Tensor take(ShareQueue queue) throws InterruptedException, IOException {
+        Tensor t;
+        while ((t = queue.poll(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS)) == null) {
+            peer.requireAlive();
+        }
+        return t;
+    }
+}

@@ -1,0 +1,229 @@
+package io.refshare.harness;
+
+
+import io.refshare.Refshare;
+import io.refshare.ShareQueue;
+import io.refshare.Tensor;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
+import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.markers.SeriesMarkers;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Fan-out and fan-in on one queue: one producer (this JVM) streaming to 1, 2, 4 and 8 consumer
+ * processes that compete for its messages, and 1, 2 and 4 producer processes streaming to one
+ * consumer (this JVM). For each: the aggregate rate (messages over the time from the first
+ * take anywhere to the last) and the one-way latency of the streamed messages (each carries
+ * its producer's {@code System.nanoTime()} from just before {@code put}; CLOCK_MONOTONIC is one
+ * clock for every process), which under a full stream is mostly time spent queued behind
+ * others. Every message is a fresh tensor (pooled memory), only its stamp written.
+ */
+final class ScalingBench {
+    /** Where a message carries its stamp. */
+    static final ValueLayout.OfLong STAMP = ValueLayout.JAVA_LONG_UNALIGNED;
+    static final int[] CONSUMERS = {1, 2, 4, 8};
+    static final int[] PRODUCERS = {1, 2, 4};
+    private static final int CAPACITY = 64;
+    /** Messages per point: about half a second at one process, long enough to outlast scheduling noise. */
+    private static final long MESSAGES = 40_000;
+
+    /** One point of a curve: {@code producers} -> {@code consumers} at {@code size}. */
+    record Point(long size, int producers, int consumers, long messages, double tensorsPerSecond, double p50Micros,
+                 double p99Micros) {
+    }
+
+    private final Refshare rs;
+    private final List<PeerProcess> peers;
+    private final PrintStream log;
+
+    private ScalingBench(Refshare rs, List<PeerProcess> peers, PrintStream log) {
+        this.rs = rs;
+        this.peers = peers;
+        this.log = log;
+    }
+
+    /**
+     * Runs both curves at every size of {@code settings}; returns the table, and with {@code out}
+     * writes it to scaling.txt there with one chart per curve and size.
+     */
+    static String run(Settings settings, Path out, PrintStream log) throws Exception {
+        List<PeerProcess> peers = new ArrayList<>();
+        try (Refshare rs = Refshare.open(settings.config())) {
+            for (int i = 0; i < CONSUMERS[CONSUMERS.length - 1]; i++) {
+                peers.add(PeerProcess.start(settings.directory(), settings.prefix()));
+            }
+            ScalingBench bench = new ScalingBench(rs, peers, log);
+            StringBuilder table = new StringBuilder(header());
+            for (long size : settings.sizes()) {
+                // unmeasured first: every JVM compiles its consuming and its producing path
+                bench.fanOut(size, CONSUMERS[CONSUMERS.length - 1], MESSAGES / 2);
+                bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], MESSAGES / 8);
+                List<Point> fanOut = new ArrayList<>();
+                for (int c : CONSUMERS) {
+                    fanOut.add(bench.fanOut(size, c, MESSAGES));
+                }
+                List<Point> fanIn = new ArrayList<>();
+                for (int p : PRODUCERS) {
+                    fanIn.add(bench.fanIn(size, p, MESSAGES / p));
+                }
+                table.append(rows("fan-out", fanOut)).append(rows("fan-in", fanIn));
+                if (out != null) {
+                    chart(out.resolve("fan-out-" + ByteSize.label(size).replace(" ", "") + ".png"),
+                            "1 producer -> N consumers, " + ByteSize.label(size), "consumer processes", fanOut, false);
+                    chart(out.resolve("fan-in-" + ByteSize.label(size).replace(" ", "") + ".png"),
+                            "N producers -> 1 consumer, " + ByteSize.label(size), "producer processes", fanIn, true);
+                }
+            }
+            if (out != null) {
+                Files.writeString(out.resolve("scaling.txt"), table);
+            }
+            return table.toString();
+        } finally {
+            for (PeerProcess p : peers) {
+                p.finish(log);
+                p.close();
+            }
+        }
+    }
+
+    /** This JVM puts {@code messages} to {@code consumers} peers draining one queue. */
+    private Point fanOut(long size, int consumers, long messages) throws Exception {
+        List<String> results = new ArrayList<>();
+        try (ShareQueue queue = rs.createQueue(CAPACITY)) {
+            for (int i = 0; i < consumers; i++) {
+                peers.get(i).send(BenchPeer.RS_DRAIN, queue.name());
+            }
+            for (int i = 0; i < consumers; i++) {
+                peers.get(i).await(BenchPeer.READY);
+            }
+            for (long m = 0; m < messages; m++) {
+                try (Tensor t = rs.allocateBytes(size)) {
+                    t.data().set(STAMP, 0, System.nanoTime());
+                    queue.put(t);
+                }
+            }
+            queue.endOfStream();
+            for (int i = 0; i < consumers; i++) {
+                results.add(peers.get(i).await(BenchPeer.RESULT));
+            }
+        }
+        long count = 0;
+        long first = Long.MAX_VALUE;
+        long last = Long.MIN_VALUE;
+        List<long[]> latencies = new ArrayList<>();
+        for (String r : results) {
+            String[] w = r.split(" ");
+            int n = Integer.parseInt(w[0]);
+            count += n;
+            if (n > 0) {
+                first = Math.min(first, Long.parseLong(w[1]));
+                last = Math.max(last, Long.parseLong(w[2]));
+            }
+            long[] l = new long[n];
+            for (int i = 0; i < n; i++) {
+                l[i] = Long.parseLong(w[3 + i]);
+            }
+            latencies.add(l);
+        }
+        if (count != messages) {
+            throw new IOException("fan-out to " + consumers + ": " + count + " of " + messages + " messages taken");
+        }
+        return logged(point(size, 1, consumers, count, last - first, latencies));
+    }
+
+    /** {@code producers} peers put {@code perProducer} messages each; this JVM takes them all. */
+    private Point fanIn(long size, int producers, long perProducer) throws Exception {
+        long total = perProducer * producers;
+        long[] latency = new long[(int) total];
+        long first = 0;
+        long last = 0;
+        try (ShareQueue queue = rs.createQueue(CAPACITY)) {
+            for (int i = 0; i < producers; i++) {
+                peers.get(i).send(BenchPeer.RS_PRODUCE, queue.name(), Long.toString(size), Long.toString(perProducer));
+            }
+            for (int i = 0; i < producers; i++) {
+                peers.get(i).await(BenchPeer.READY);
+            }
+            for (int i = 0; i < producers; i++) {
+                peers.get(i).send("GO");
+            }
+            for (int m = 0; m < total; m++) {
+                try (Tensor t = queue.take()) {
+                    last = System.nanoTime();
+                    latency[m] = last - t.data().get(STAMP, 0);
+                }
+                if (m == 0) {
+                    first = last;
+                }
+            }
+            for (int i = 0; i < producers; i++) {
+                peers.get(i).await("PUT");
+            }
+        }
+        return logged(point(size, producers, 1, total, last - first, List.of(latency)));
+    }
+
+    private static Point point(long size, int producers, int consumers, long count, long nanos, List<long[]> parts) {
+        long[] all = parts.stream().flatMapToLong(Arrays::stream).sorted().toArray();
+        return new Point(size, producers, consumers, count, (count - 1) * 1e9 / Math.max(1, nanos),
+                all[all.length / 2] / 1e3, all[(int) Math.min(all.length - 1, all.length * 0.99)] / 1e3);
+    }
+
+    private Point logged(Point p) {
+        log.printf(Locale.ROOT, "  %s: %d -> %d: %,.0f tensors/s, p50 %.1f us%n", ByteSize.label(p.size()),
+                p.producers(), p.consumers(), p.tensorsPerSecond(), p.p50Micros());
+        return p;
+    }
+
+    private static String header() {
+        MachineInfo m = MachineInfo.detect();
+        return String.format(Locale.ROOT, "refshare bench --scaling, %s UTC: %s, %d cores, %s; JDK %s; load %s at the "
+                        + "start%nqueue capacity %d, a fresh pooled tensor per message (only its stamp written)%n"
+                        + "%-9s %-8s %9s %9s %12s %10s %10s %14s%n", java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)
+                        .withNano(0).toLocalDateTime(), m.cpu(), m.cores(), m.memory(), m.jdk(), MachineInfo.loadAverage(),
+                CAPACITY, "size", "curve", "producers", "consumers", "tensors/s", "p50 us", "p99 us", "vs 1 process");
+    }
+
+    private static String rows(String curve, List<Point> points) {
+        StringBuilder s = new StringBuilder();
+        double one = points.getFirst().tensorsPerSecond();
+        for (Point p : points) {
+            s.append(String.format(Locale.ROOT, "%-9s %-8s %9d %9d %,12.0f %10.1f %10.1f %13.2fx%n",
+                    ByteSize.label(p.size()), curve, p.producers(), p.consumers(), p.tensorsPerSecond(), p.p50Micros(),
+                    p.p99Micros(), p.tensorsPerSecond() / one));
+        }
+        return s.toString();
+    }
+
+    private static void chart(Path file, String title, String xTitle, List<Point> points, boolean byProducers)
+            throws IOException {
+        if (System.getProperty("java.awt.headless") == null) {
+            System.setProperty("java.awt.headless", "true");
+        }
+        XYChart chart = new XYChartBuilder().width(800).height(500).title(title + ": aggregate tensors/s")
+                .xAxisTitle(xTitle).yAxisTitle("tensors/s").build();
+        chart.getStyler().setYAxisMin(0.0);
+        chart.getStyler().setYAxisDecimalPattern("#,###");
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE).setMarkerSize(8)
+                .setChartBackgroundColor(java.awt.Color.WHITE);
+        double[] x = points.stream().mapToDouble(p -> byProducers ? p.producers() : p.consumers()).toArray();
+        double[] y = points.stream().mapToDouble(Point::tensorsPerSecond).toArray();
+        chart.addSeries("refshare", x, y).setMarker(SeriesMarkers.CIRCLE);
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        try (OutputStream o = Files.newOutputStream(file)) {
+            BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+package io.refshare.harness;
+
+/**
+ * How much to measure at one size. Counts shrink as sizes grow so that copying through
+ * the socket (hundreds of milliseconds per 256 MiB message) keeps the run within minutes,
+ * with floors that still give percentiles some meaning.
+ *
+ * @param pingPongWarmup rounds run and discarded before the measured ones (page faults, caches)
+ * @param pingPongRounds rounds measured
+ * @param streamWarmup   messages streamed before the consumer starts its clock (at least a window)
+ * @param streamMessages messages the consumer times
+ * @param window         capacity of the streaming queue: messages in flight at most
+ * @param reclaimRounds  measured rounds of reclamation latency, each consumer closing at once
+ *                       (plus a tenth as warm-up)
+ * @param reclaimHeldRounds measured rounds of reclamation latency, each consumer holding the
+ *                       tensor for {@link Reclamation#HELD_NANOS} first (plus a tenth as warm-up)
+ */
+record SizePlan(long size, int pingPongWarmup, int pingPongRounds, int streamWarmup, int streamMessages, int window,
+                int reclaimRounds, int reclaimHeldRounds) {
+    private static final long GIB = 1L << 30;
+
+    /**
+     * The plan for {@code size}: {@code iterations > 0} fixes the measured counts, otherwise
+     * they follow the size (fewer for {@code quick}).
+     */
+    static SizePlan of(long size, boolean quick, int iterations) {
+        long budget = quick ? GIB / 4 : 4 * GIB;
+        int rounds = iterations > 0 ? iterations : (int) Math.clamp(budget / size, 30, quick ? 2_000 : 10_000);
+        int messages = iterations > 0 ? iterations : (int) Math.clamp(budget / size, 20, quick ? 20_000 : 200_000);
+        // fresh tensors in flight each hold their own memory: bound the window by bytes too
+        int window = (int) Math.clamp(GIB / size, 4, 64);
+        // reclamation rounds wait for the producer's collector (up to milliseconds each) whatever the size
+        int reclaim = iterations > 0 ? iterations : quick ? 200 : 1_000;
+        int reclaimHeld = iterations > 0 ? Math.max(10, iterations / 10) : quick ? 20 : 100;
+        return new SizePlan(size, Math.max(3, rounds / 10), rounds, Math.max(window, messages / 10), messages, window,
+                reclaim, reclaimHeld);
+    }
+}
