@@ -8,6 +8,7 @@ import io.refshare.exceptions.RefshareException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.share.Sharing;
 import io.refshare.share.ViewedBlock;
+import io.refshare.shm.HandleUses;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -19,8 +20,6 @@ import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -101,12 +100,10 @@ import java.util.concurrent.atomic.LongAdder;
  * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
  * transiently negative and the memory-ordering argument are those of the engine's
  * {@code HolderFile} (and {@link AtomicHolder}'s), and the file layout is specified in
- * {@code docs/protocol.md}. This class adds the handle's own lifetime: {@code uses} counts
- * the operations in progress on the mapping, each acquired tensor counting until its
- * release, and gains {@code CLOSED} (a high bit) when the handle closes; an operation
- * enters by an increment and backs out if it saw {@code CLOSED}, so the mapping is unmapped
- * by whichever decrement brings the count to exactly {@code CLOSED}, after the last use,
- * and never before one. Publishing installs with one getAndSet: if the creator closed the
+ * {@code docs/protocol.md}. This class adds the handle's own lifetime ({@code HandleUses},
+ * the queue handle's idiom too): the operations in progress on the mapping are counted, each
+ * acquired tensor until its release, and the mapping is unmapped after the close by the last
+ * of them, never before one. Publishing installs with one getAndSet: if the creator closed the
  * holder meanwhile (it sets the closed flag before emptying), the publisher sees the flag
  * after its getAndSet and empties the holder again, so no version stays pinned in a closed
  * holder. The per-slot cache of seen versions is replaced by compare-and-set, so each pin
@@ -114,7 +111,6 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class SharedHolder implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SharedHolder.class.getName());
-    private static final long CLOSED = 1L << 62;
 
     private final Refshare refshare;
     private final Sharing sharing;
@@ -126,12 +122,10 @@ public final class SharedHolder implements AutoCloseable {
     /** The latest version this handle has seen in each slot (checked by sequence on every use). */
     private final AtomicReferenceArray<Seen> seen;
     /**
-     * Uses of the mapping in progress (each acquired tensor counts until it is released),
-     * plus {@link #CLOSED} once the handle is closed: the mapping goes when the count
-     * falls to {@code CLOSED}, and nothing enters after.
+     * Uses of the mapping in progress (each acquired tensor counts until it is released): the
+     * mapping goes after the close and the last use, and nothing enters after the close.
      */
-    private final AtomicLong uses = new AtomicLong();
-    private final AtomicBoolean unmapped = new AtomicBoolean();
+    private final HandleUses uses = new HandleUses(this::unmap);
     private volatile Stats statsAtClose;
     private final LongAdder retiredHere = new LongAdder();
     private final LongAdder anomalies = new LongAdder();
@@ -446,8 +440,7 @@ public final class SharedHolder implements AutoCloseable {
      * it gave back in the log rather than to a caller.
      */
     private void reclaimDeadReadersQuietly() {
-        if ((uses.incrementAndGet() & CLOSED) != 0) {
-            leave();
+        if (!uses.enter()) {
             return;
         }
         try {
@@ -483,8 +476,7 @@ public final class SharedHolder implements AutoCloseable {
      * @return true once this handle is closed, or the creator closed the holder
      */
     public boolean isClosed() {
-        if ((uses.incrementAndGet() & CLOSED) != 0) {
-            leave();
+        if (!uses.enter()) {
             return true;
         }
         try {
@@ -501,8 +493,7 @@ public final class SharedHolder implements AutoCloseable {
      * @return the figures
      */
     public Stats stats() {
-        if ((uses.incrementAndGet() & CLOSED) != 0) {
-            leave();
+        if (!uses.enter()) {
             Stats s = statsAtClose;
             if (s == null) { // the figures could not be read while closing (a damaged file)
                 return new Stats(0, 0, 0, 0, List.of(), retiredHere.sum(), anomalies.sum());
@@ -581,43 +572,38 @@ public final class SharedHolder implements AutoCloseable {
                 statsAtClose = readStats();
             } finally {
                 closed = true;
-                uses.getAndAdd(CLOSED);
-                leave();
+                uses.close();
+                leave(); // the last use, maybe this one, unmaps
             }
         }
     }
 
     /** Counts a use of the mapping, which stays until every use is over; fails once closed. */
     private void enter() {
-        if ((uses.incrementAndGet() & CLOSED) != 0) {
-            leave();
+        if (!uses.enter()) {
             throw new IllegalStateException("holder handle is closed");
         }
     }
 
     private void leave() {
-        if (uses.decrementAndGet() == CLOSED) {
-            unmapOnce();
-        }
+        uses.leave();
     }
 
-    /** Runs once nothing uses the handle any more (no acquire in flight can record a new pin). */
-    private void unmapOnce() {
-        if (unmapped.compareAndSet(false, true)) {
-            try {
-                for (int slot = 0; slot < seen.length(); slot++) {
-                    Seen known = seen.getAndSet(slot, null);
-                    if (known != null) {
-                        try {
-                            known.unpin();
-                        } catch (IllegalStateException contextClosedFirst) {
-                            // its refshare context was closed before this handle and unmapped everything already
-                        }
+    /** Runs once, when nothing uses the handle any more (no acquire in flight can record a new pin). */
+    private void unmap() {
+        try {
+            for (int slot = 0; slot < seen.length(); slot++) {
+                Seen known = seen.getAndSet(slot, null);
+                if (known != null) {
+                    try {
+                        known.unpin();
+                    } catch (IllegalStateException contextClosedFirst) {
+                        // its refshare context was closed before this handle and unmapped everything already
                     }
                 }
-            } finally {
-                shm.close();
             }
+        } finally {
+            shm.close();
         }
     }
 

@@ -5,6 +5,7 @@ import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
+import io.refshare.shm.HandleUses;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -14,7 +15,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -104,13 +104,12 @@ public final class ShmQueue implements AutoCloseable {
     private final int self;
     private final long selfEntry;
 
-    private final AtomicInteger inFlight = new AtomicInteger();
+    /** This handle's lifetime: calls in progress, and the close that waits for them. */
+    private final HandleUses uses = new HandleUses(() -> { });
     private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
     private final AtomicLong nextProducersCheck = new AtomicLong(System.nanoTime());
-    private volatile boolean detaching;
     /** Whether this handle's waiters spin without pause (the user gave them a CPU) instead of backing off. */
     private volatile boolean busySpin;
-    private boolean detached;
     private int rolesRecorded;
 
     private ShmQueue(ShmDirectory dir, ShmFile file, Geometry geometry, boolean creator, ProcessIdentity owner) {
@@ -568,25 +567,12 @@ public final class ShmQueue implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (inFlight) {
-            if (detached) {
-                return;
-            }
-            detached = true;
-            detaching = true;
+        if (!uses.close()) {
+            return;
         }
         notEmpty.signalAll();
         notFull.signalAll();
-        boolean interrupted = false;
-        synchronized (inFlight) {
-            while (inFlight.get() > 0) {
-                try {
-                    inFlight.wait(10);
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-        }
+        uses.awaitReleased(); // every call of this handle has left: nothing uses its entry or mapping
         try {
             if (creator) {
                 setClosed();
@@ -595,11 +581,9 @@ public final class ShmQueue implements AutoCloseable {
             participants.leave(self, me, notEmpty, notFull);
         } finally {
             file.close();
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
+
 
     @Override
     public String toString() {
@@ -691,7 +675,7 @@ public final class ShmQueue implements AutoCloseable {
     private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Spinning.Condition room = () -> hasRoom() || closedFlag() || detaching;
+        Spinning.Condition room = () -> hasRoom() || closedFlag() || uses.isClosed();
         if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
                 room, !busy)
                 && tryOffer(message, deadline)) {
@@ -717,7 +701,7 @@ public final class ShmQueue implements AutoCloseable {
                 if (tryOffer(message, deadline)) {
                     return true;
                 }
-                if (detaching) {
+                if (uses.isClosed()) {
                     throw handleClosed();
                 }
                 notFull.await(sequence, Math.min(remaining, SLEEP_SLICE_NANOS));
@@ -735,7 +719,7 @@ public final class ShmQueue implements AutoCloseable {
             throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Spinning.Condition message = () -> hasMessage() || closedFlag() || detaching;
+        Spinning.Condition message = () -> hasMessage() || closedFlag() || uses.isClosed();
         if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
                 message, !busy)) {
             T m = tryPoll(whileClaimed, deadline);
@@ -771,7 +755,7 @@ public final class ShmQueue implements AutoCloseable {
                 if (m != null) {
                     return m;
                 }
-                if (detaching) {
+                if (uses.isClosed()) {
                     throw handleClosed();
                 }
                 notEmpty.await(sequence, Math.min(remaining, SLEEP_SLICE_NANOS));
@@ -787,7 +771,7 @@ public final class ShmQueue implements AutoCloseable {
 
     /** A busy-spinning wait between attempts: a slice of spinning, never a sleep. */
     private void spinASlice(long now, long remaining, Spinning.Condition condition) throws InterruptedException {
-        if (detaching) {
+        if (uses.isClosed()) {
             throw handleClosed();
         }
         Spinning.until(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), condition, false);
@@ -800,7 +784,7 @@ public final class ShmQueue implements AutoCloseable {
     private void awaitPublication() {
         int sequence = notEmpty.prepare(selfEntry);
         try {
-            if (!hasMessage() && !detaching) {
+            if (!hasMessage() && !uses.isClosed()) {
                 notEmpty.await(sequence, SLEEP_SLICE_NANOS);
             }
         } finally {
@@ -957,19 +941,13 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     private void enter() {
-        inFlight.incrementAndGet();
-        if (detaching) {
-            exit();
+        if (!uses.enter()) {
             throw handleClosed();
         }
     }
 
     private void exit() {
-        if (inFlight.decrementAndGet() == 0 && detaching) {
-            synchronized (inFlight) {
-                inFlight.notifyAll();
-            }
-        }
+        uses.leave();
     }
 
     /** What an offer on an ended stream throws. */

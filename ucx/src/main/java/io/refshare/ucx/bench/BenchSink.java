@@ -46,7 +46,7 @@ public final class BenchSink {
     private static void ucx(Path dir, InetSocketAddress at, BridgeSecret secret) throws Exception {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
              ShareQueue q = rs.createQueue(64);
-             BridgeReceiver r = BridgeReceiver.listen(rs, q, at, secret, WINDOW)) {
+             BridgeReceiver _ = BridgeReceiver.listen(rs, q, at, secret, WINDOW)) {
             Thread consumer = Thread.ofPlatform().start(() -> {
                 try {
                     while (true) {

@@ -120,7 +120,7 @@ public final class CrossHostBench {
     private static long latency(HostPair hosts, Child sink, String path, Path dirA, String port, Path secret)
             throws Exception {
         int probes = 1000;
-        try (Child src = Child.start(hosts.nsA, BenchSource.class, path, "latency", Long.toString(LATENCY_SIZE),
+        try (Child _ = Child.start(hosts.nsA, BenchSource.class, path, "latency", Long.toString(LATENCY_SIZE),
                 Integer.toString(probes), dirA.toString(), HostPair.IP_B, port, secret.toString())) {
             long[] samples = new long[probes];
             for (int i = 0; i < probes; i++) {

@@ -1,0 +1,88 @@
+package io.refshare.shm;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The lifetime of a handle to a mapped file, one idiom for the queue's and the holder's
+ * handles: the uses in progress are counted (calls, and for a holder each acquired tensor
+ * until it is released); {@link #close()} marks the handle closed, after which nothing
+ * enters; and the release given at construction (unmapping, say) runs exactly once, when the
+ * last use that started before the close has left, by the thread that leaves last, or by
+ * {@code close()} itself when nothing was in use. A handle whose close must not return
+ * before that (the queue's, which then leaves the file's tables itself) waits with
+ * {@link #awaitReleased()}.
+ *
+ * <h2>Implementation notes</h2>
+ * One word: the uses in progress, plus {@code CLOSED} (bit 62) once closed. {@link #enter}
+ * increments and backs out if it saw {@code CLOSED}, so after the close no use starts; the
+ * count falls to exactly {@code CLOSED} once, after the last use that started before the
+ * close, and the decrement that makes it so runs the release. {@code close} counts itself as
+ * a use while it sets the bit, so a close with nothing in use releases on its own leave.
+ */
+public final class HandleUses {
+    private static final long CLOSED = 1L << 62;
+
+    private final AtomicLong count = new AtomicLong();
+    private final Runnable release;
+    private final CountDownLatch released = new CountDownLatch(1);
+
+    /** A handle in use by nobody yet; {@code release} runs once, after the close and the last use. */
+    public HandleUses(Runnable release) {
+        this.release = release;
+    }
+
+    /** Starts a use; false once the handle is closed (nothing started). Each true is paired with a {@link #leave()}. */
+    public boolean enter() {
+        if ((count.incrementAndGet() & CLOSED) != 0) {
+            leave();
+            return false;
+        }
+        return true;
+    }
+
+    /** Ends a use; the last one after the close runs the release (its exception, if any, is this call's). */
+    public void leave() {
+        if (count.decrementAndGet() == CLOSED) {
+            try {
+                release.run();
+            } finally {
+                released.countDown();
+            }
+        }
+    }
+
+    /** True once {@link #close()} was called. */
+    public boolean isClosed() {
+        return (count.get() & CLOSED) != 0;
+    }
+
+    /** Closes the handle: true for the first call, false (and nothing done) after. */
+    public boolean close() {
+        long seen;
+        do {
+            seen = count.get();
+            if ((seen & CLOSED) != 0) {
+                return false;
+            }
+        } while (!count.compareAndSet(seen, seen + CLOSED + 1));
+        leave();
+        return true;
+    }
+
+    /** Waits until the release has run (uninterruptibly: an interrupt is kept for the caller). */
+    public void awaitReleased() {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                released.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
