@@ -4,8 +4,7 @@
  * Compiled by the test with the JDK's javac against the built CLI jar.
  */
 import io.refshare.*;
-import io.refshare.channel.*;
-import io.refshare.holder.*;
+import io.refshare.exceptions.*;
 import io.refshare.tensor.*;
 import java.lang.foreign.*;
 import java.nio.file.*;
