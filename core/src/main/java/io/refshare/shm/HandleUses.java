@@ -1,6 +1,7 @@
 package io.refshare.shm;
 
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -16,9 +17,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * <h2>Implementation notes</h2>
  * One word: the uses in progress, plus {@code CLOSED} (bit 62) once closed. {@link #enter}
  * increments and backs out if it saw {@code CLOSED}, so after the close no use starts; the
- * count falls to exactly {@code CLOSED} once, after the last use that started before the
- * close, and the decrement that makes it so runs the release. {@code close} counts itself as
- * a use while it sets the bit, so a close with nothing in use releases on its own leave.
+ * count falls to exactly {@code CLOSED} after the last use that started before the close, and
+ * the first decrement that makes it so runs the release (a refused enter after that brings it
+ * back to {@code CLOSED} again, so a flag keeps the release to one run). {@code close} counts
+ * itself as a use while it sets the bit, so a close with nothing in use releases on its own
+ * leave.
  */
 public final class HandleUses {
     private static final long CLOSED = 1L << 62;
@@ -26,6 +29,8 @@ public final class HandleUses {
     private final AtomicLong count = new AtomicLong();
     private final Runnable release;
     private final CountDownLatch released = new CountDownLatch(1);
+    /** Set by the one leave that runs the release: the count returns to {@code CLOSED} after every late, refused enter. */
+    private final AtomicBoolean releasing = new AtomicBoolean();
 
     /** A handle in use by nobody yet; {@code release} runs once, after the close and the last use. */
     public HandleUses(Runnable release) {
@@ -43,7 +48,7 @@ public final class HandleUses {
 
     /** Ends a use; the last one after the close runs the release (its exception, if any, is this call's). */
     public void leave() {
-        if (count.decrementAndGet() == CLOSED) {
+        if (count.decrementAndGet() == CLOSED && releasing.compareAndSet(false, true)) {
             try {
                 release.run();
             } finally {

@@ -41,7 +41,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.*;
 
 /**
- * Issue 15's acceptance: one producer serves many successive consumer processes, far more
+ * Churn: one producer serves many successive consumer processes, far more
  * than its counter files have peer entries, mixing clean exits and SIGKILLs, and each
  * consumer's place is taken by a new process (a restart). Every message is taken exactly
  * once with every byte verified, nothing is rejected, and at the end no count is live, the

@@ -40,6 +40,7 @@ public class CloseVsUse {
 
     @Arbiter
     public void arbiter(ZII_Result r) {
+        uses.enter(); // refused: the handle is closed, and the release must not run again
         r.r3 = releases;
     }
 }
