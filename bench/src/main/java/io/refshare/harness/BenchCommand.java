@@ -69,13 +69,13 @@ public final class BenchCommand implements Callable<Integer> {
             description = "file name prefix (default: ${DEFAULT-VALUE})")
     String prefix;
 
-    @Option(names = "--cross-host", description = {"instead: the cross-host rows, UCX bridge against a plain TCP socket",
-            "between two network namespaces (needs root; docs/hosts.md)"})
+    @Option(names = "--cross-host", description = "instead: the cross-host rows, UCX bridge against a plain TCP socket "
+            + "between two network namespaces (needs root; docs/hosts.md)")
     boolean crossHost;
 
-    @Option(names = "--scaling", description = {"instead: fan-out (1 producer -> 1, 2, 4, 8 consumer processes) and",
-            "fan-in (1, 2, 4 producer processes -> 1 consumer) on one queue, aggregate tensors/s and",
-            "p50 (default sizes 1KiB,1MiB); with --out, scaling.txt and a chart per curve"})
+    @Option(names = "--scaling", description = "instead: fan-out (1 producer -> 1, 2, 4, 8 consumer processes) and "
+            + "fan-in (1, 2, 4 producer processes -> 1 consumer) on one queue, aggregate tensors/s and "
+            + "p50 (default sizes 1KiB,1MiB); with --out, scaling.txt and a chart per curve")
     boolean scaling;
 
     private BenchResults results;
