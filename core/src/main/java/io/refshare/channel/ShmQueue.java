@@ -405,7 +405,9 @@ public final class ShmQueue implements AutoCloseable {
             }
             if (published > 0) {
                 participants.countOffered(self, published);
-                notEmpty.signalAll(); // up to a batch of consumers may take now
+                if (notEmpty.anyoneAsleep()) {
+                    notEmpty.signalAll(); // up to a batch of consumers may take now
+                }
             }
             return published;
         } finally {
@@ -446,7 +448,9 @@ public final class ShmQueue implements AutoCloseable {
             } finally {
                 if (taken > 0) {
                     participants.countTaken(self, taken);
-                    notFull.signalAll();
+                    if (notFull.anyoneAsleep()) {
+                        notFull.signalAll(); // up to a batch of producers may put now
+                    }
                 }
             }
             return taken;
