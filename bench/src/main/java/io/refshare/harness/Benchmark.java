@@ -113,6 +113,7 @@ final class Benchmark {
             refshare.pingPong(size, mode, 0, rounds);
             refshare.stream(size, mode, 1, 5 * rounds, 64);
         }
+        refshare.streamBatches(size, Measurement.BATCH_SIZE, 1, 5 * rounds, 64);
         socket.pingPong(size, 0, rounds);
         socket.stream(size, 1, 5 * rounds);
     }
