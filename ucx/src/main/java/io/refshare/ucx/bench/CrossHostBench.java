@@ -220,15 +220,20 @@ public final class CrossHostBench {
 
         /** Closes its stdin (the sink's signal to end), waits a moment, then ends it for sure. */
         @Override
-        public void close() throws InterruptedException {
+        public void close() {
             try {
                 process.getOutputStream().close();
             } catch (IOException ignored) {
                 // already gone
             }
-            if (!process.waitFor(10, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
-                process.waitFor(10, TimeUnit.SECONDS);
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                    process.waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly(); // leave no child behind, and keep the interrupt for the caller
+                Thread.currentThread().interrupt();
             }
         }
     }
