@@ -9,6 +9,7 @@ import io.refshare.wire.Descriptor;
  * The package-private parts of the top floor that tests in other packages reach for: the
  * engine under a {@link Refshare}, descriptors before encoding, a queue's full figures.
  */
+@SuppressWarnings("exports") // engine types, for the tests inside the module
 public final class Internals {
     private Internals() {
     }

@@ -25,10 +25,10 @@ record SizePlan(long size, int pingPongWarmup, int pingPongRounds, int streamWar
      */
     static SizePlan of(long size, boolean quick, int iterations) {
         long budget = quick ? GIB / 4 : 4 * GIB;
-        int rounds = iterations > 0 ? iterations : (int) Math.clamp(budget / size, 30, quick ? 2_000 : 10_000);
-        int messages = iterations > 0 ? iterations : (int) Math.clamp(budget / size, 20, quick ? 20_000 : 200_000);
+        int rounds = iterations > 0 ? iterations : Math.clamp(budget / size, 30, quick ? 2_000 : 10_000);
+        int messages = iterations > 0 ? iterations : Math.clamp(budget / size, 20, quick ? 20_000 : 200_000);
         // fresh tensors in flight each hold their own memory: bound the window by bytes too
-        int window = (int) Math.clamp(GIB / size, 4, 64);
+        int window = Math.clamp(GIB / size, 4, 64);
         // reclamation rounds wait for the producer's collector (up to milliseconds each) whatever the size
         int reclaim = iterations > 0 ? iterations : quick ? 200 : 1_000;
         int reclaimHeld = iterations > 0 ? Math.max(10, iterations / 10) : quick ? 20 : 100;

@@ -94,12 +94,12 @@ public final class CudaBackend implements SegmentBackend {
         }
     }
 
-    /** The live segment of this process with this handle, or null. */
     /** The device ordinal this backend allocates on. */
     int ordinal() {
         return context.ordinal();
     }
 
+    /** The live segment of this process with this handle, or null. */
     static CudaSegment ownSegment(HandleKey handle) {
         return OWN.get(handle);
     }
