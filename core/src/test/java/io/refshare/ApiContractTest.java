@@ -2,7 +2,6 @@ package io.refshare;
 
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.tensor.DType;
-import io.refshare.testing.Eventually;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 

@@ -17,7 +17,7 @@ import java.util.ArrayDeque;
  * of the stream. Args: directory, queue.
  */
 public final class ChaosConsumerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         long taken = 0;
         long bad = 0;
         ArrayDeque<Tensor> open = new ArrayDeque<>();

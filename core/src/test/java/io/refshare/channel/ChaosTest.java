@@ -122,7 +122,7 @@ class ChaosTest {
     }
 
     private static ChildJvm startConsumer(TempShm shm, ShareQueue queue) {
-        ChildJvm c = ChildJvm.start(ChaosConsumerMain.class, shm.path().toString(), queue.name());
+        ChildJvm c = ChildJvm.start(ChannelChildMain.class, "ChaosConsumerMain", shm.path().toString(), queue.name());
         c.expect("READY");
         return c;
     }

@@ -18,7 +18,7 @@ import java.util.Random;
  * Args: directory, queue.
  */
 public final class HostileQueuePeer {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         try (Refshare rs = Refshare.open(config);
              ShmQueue raw = ShmQueue.open(Internals.sharing(rs).directory(), args[1]);

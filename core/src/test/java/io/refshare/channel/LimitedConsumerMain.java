@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
  * Args: directory, queue.
  */
 public final class LimitedConsumerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         List<Tensor> kept = new ArrayList<>();
         try (Refshare rs = Refshare.open(config);

@@ -31,7 +31,7 @@ class NamespacedConsumerTest {
         assumeTrue(PidNamespaces.available(), PidNamespaces.NEEDS);
         try (ShmQueue q = ShmQueue.create(dir, 4, 64)) {
             assertTrue(q.offer(TestMessages.encode(1, 7)));
-            try (ChildJvm child = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], QueueChild.class,
+            try (ChildJvm child = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], ChannelChildMain.class, "QueueChild",
                     "claim-read", shm.path().toString(), q.name())) {
                 assertEquals("0", child.expect("CLAIMED").trim());
                 for (int i = 0; i < 5; i++) {

@@ -34,8 +34,8 @@ class PeerLimitAcrossProcessesTest {
                     queue.put(t);
                 }
             }
-            try (ChildJvm holder = ChildJvm.start(LimitedConsumerMain.class, shm.path().toString(), queue.name());
-                 ChildJvm other = ChildJvm.start(LimitedConsumerMain.class, shm.path().toString(), queue.name())) {
+            try (ChildJvm holder = ChildJvm.start(ChannelChildMain.class, "LimitedConsumerMain", shm.path().toString(), queue.name());
+                 ChildJvm other = ChildJvm.start(ChannelChildMain.class, "LimitedConsumerMain", shm.path().toString(), queue.name())) {
                 holder.expect("READY");
                 other.expect("READY");
                 holder.send("POLL 5000");

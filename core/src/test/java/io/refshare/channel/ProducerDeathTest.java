@@ -28,11 +28,11 @@ class ProducerDeathTest {
                 ShareQueue queue = coordinator.createQueue(64);
                 try {
                     for (int i = 0; i < 3; i++) {
-                        ChildJvm c = ChildJvm.start(ChaosConsumerMain.class, shm.path().toString(), queue.name());
+                        ChildJvm c = ChildJvm.start(ChannelChildMain.class, "ChaosConsumerMain", shm.path().toString(), queue.name());
                         c.expect("READY");
                         consumers.add(c);
                     }
-                    ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(),
+                    ChildJvm producer = ChildJvm.start(ChannelChildMain.class, "QueueProducerMain", shm.path().toString(), queue.name(),
                             "1", "100000000");
                     try {
                         while (Internals.stats(queue).taken() < 20_000) {

@@ -42,7 +42,7 @@ class ProducersGoneTest {
     @Test
     void aTakeWaitingOnAnEmptyQueueEndsWithinTwoSecondsOfTheDeath() throws Exception {
         try (TempShm shm = new TempShm()) {
-            ChildJvm producer = ChildJvm.start(QueueCreatorMain.class, shm.path().toString(), "8", "3");
+            ChildJvm producer = ChildJvm.start(ChannelChildMain.class, "QueueCreatorMain", shm.path().toString(), "8", "3");
             try (producer; Refshare rs = Refshare.open(shm.config())) {
                 String name = producer.expect("QUEUE");
                 producer.expect("SENT");
@@ -77,7 +77,7 @@ class ProducersGoneTest {
     @Test
     void aProducerOutlivingItsDeadCreatorKeepsTheStreamAndItsLastCloseReturnsWhatIsQueued() throws Exception {
         try (TempShm shm = new TempShm()) {
-            ChildJvm creator = ChildJvm.start(QueueCreatorMain.class, shm.path().toString(), "8", "0");
+            ChildJvm creator = ChildJvm.start(ChannelChildMain.class, "QueueCreatorMain", shm.path().toString(), "8", "0");
             try (creator; Refshare rs = Refshare.open(shm.config())) {
                 String name = creator.expect("QUEUE");
                 creator.expect("SENT");
@@ -119,7 +119,7 @@ class ProducersGoneTest {
 
     private static void drainAfterTheProducersDeath(boolean sweepInBetween) throws Exception {
         try (TempShm shm = new TempShm()) {
-            ChildJvm producer = ChildJvm.start(QueueCreatorMain.class, shm.path().toString(), "64",
+            ChildJvm producer = ChildJvm.start(ChannelChildMain.class, "QueueCreatorMain", shm.path().toString(), "64",
                     Integer.toString(COUNT));
             try (producer; Refshare rs = Refshare.open(shm.config())) {
                 String name = producer.expect("QUEUE");

@@ -46,18 +46,19 @@ public final class QueueChild {
 
     /** Starts a child in {@code mode} on queue {@code name} in {@code dir}; {@code more} are the mode's other arguments. */
     static ChildJvm start(Path dir, String mode, String name, String... more) {
-        String[] args = new String[3 + more.length];
-        args[0] = mode;
-        args[1] = dir.toString();
-        args[2] = name;
-        System.arraycopy(more, 0, args, 3, more.length);
-        return ChildJvm.start(QueueChild.class, args);
+        String[] args = new String[4 + more.length];
+        args[0] = "QueueChild";
+        args[1] = mode;
+        args[2] = dir.toString();
+        args[3] = name;
+        System.arraycopy(more, 0, args, 4, more.length);
+        return ChildJvm.start(ChannelChildMain.class, args);
     }
 
     private QueueChild() {
     }
 
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         if (args.length < 3) {
             System.err.println("usage: QueueChild MODE DIR NAME ...");
             System.exit(2);

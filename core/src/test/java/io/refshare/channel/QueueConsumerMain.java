@@ -26,7 +26,7 @@ import java.time.Duration;
  * the {@link WaitStrategy} of its handle (default BACKOFF).
  */
 public final class QueueConsumerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         long stopAfter = Long.parseLong(args[4]);
         long taken = 0;

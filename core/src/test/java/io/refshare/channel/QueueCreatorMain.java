@@ -16,7 +16,7 @@ import java.nio.file.Path;
  * Args: directory, capacity, count.
  */
 public final class QueueCreatorMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         int capacity = Integer.parseInt(args[1]);
         int count = Integer.parseInt(args[2]);
         Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])));

@@ -18,7 +18,7 @@ import java.time.Duration;
  * Args: directory, queue, producer number, count.
  */
 public final class QueueProducerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         long producer = Long.parseLong(args[2]);
         int count = Integer.parseInt(args[3]);

@@ -37,7 +37,7 @@ class ShareQueueAcrossProcessesTest {
             try {
                 List<ChildJvm> consumers = new ArrayList<>();
                 for (int c = 0; c < 3; c++) {
-                    ChildJvm child = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
+                    ChildJvm child = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", shm.path().toString(), queue.name(),
                             tmp.resolve("ids" + c).toString(), "-", "-1");
                     children.add(child);
                     consumers.add(child);
@@ -45,7 +45,7 @@ class ShareQueueAcrossProcessesTest {
                 }
                 List<ChildJvm> producers = new ArrayList<>();
                 for (int p = 0; p < 2; p++) {
-                    ChildJvm child = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(),
+                    ChildJvm child = ChildJvm.start(ChannelChildMain.class, "QueueProducerMain", shm.path().toString(), queue.name(),
                             Integer.toString(p), Integer.toString(perProducer));
                     children.add(child);
                     producers.add(child);
@@ -81,15 +81,15 @@ class ShareQueueAcrossProcessesTest {
             ShareQueue first = rs.createQueue(64);
             ShareQueue second = rs.createQueue(64);
             try {
-                ChildJvm last = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), second.name(),
+                ChildJvm last = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", shm.path().toString(), second.name(),
                         tmp.resolve("last").toString(), "-", "-1");
                 children.add(last);
                 last.expect("READY");
-                ChildJvm middle = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), first.name(),
+                ChildJvm middle = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", shm.path().toString(), first.name(),
                         tmp.resolve("middle").toString(), second.name(), "-1");
                 children.add(middle);
                 middle.expect("READY");
-                ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), first.name(), "7",
+                ChildJvm producer = ChildJvm.start(ChannelChildMain.class, "QueueProducerMain", shm.path().toString(), first.name(), "7",
                         Integer.toString(count));
                 children.add(producer);
                 assertEquals(count + " true 0 0", producer.expect("DONE"),
@@ -115,7 +115,7 @@ class ShareQueueAcrossProcessesTest {
     void aConsumerLeavingMidStreamEndsNothingAndTheCreatorsCloseReturnsWhatIsQueued() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
             ShareQueue queue = rs.createQueue(16);
-            try (ChildJvm consumer = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
+            try (ChildJvm consumer = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", shm.path().toString(), queue.name(),
                     tmp.resolve("ids").toString(), "-", "100")) {
                 consumer.expect("READY");
                 long put = 0;
@@ -150,17 +150,17 @@ class ShareQueueAcrossProcessesTest {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
             ShareQueue queue = rs.createQueue(32);
             try {
-                ChildJvm first = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
+                ChildJvm first = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", shm.path().toString(), queue.name(),
                         tmp.resolve("first").toString(), "-", "1000");
                 children.add(first);
                 first.expect("READY");
-                ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(), "0",
+                ChildJvm producer = ChildJvm.start(ChannelChildMain.class, "QueueProducerMain", shm.path().toString(), queue.name(), "0",
                         Integer.toString(count));
                 children.add(producer);
                 assertEquals("1000 0 0 true", first.expect("DONE"), "the first consumer left cleanly after 1000");
                 assertEquals(0, first.waitFor());
                 assertFalse(Internals.stats(queue).closed(), "its close did not end the stream");
-                ChildJvm second = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
+                ChildJvm second = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", shm.path().toString(), queue.name(),
                         tmp.resolve("second").toString(), "-", "-1");
                 children.add(second);
                 second.expect("READY");
@@ -181,7 +181,7 @@ class ShareQueueAcrossProcessesTest {
     void hostilePeersAreRejectedAndTheQueueKeepsServing() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
              ShareQueue queue = rs.createQueue(64);
-             ChildJvm hostile = ChildJvm.start(HostileQueuePeer.class, shm.path().toString(), queue.name())) {
+             ChildJvm hostile = ChildJvm.start(ChannelChildMain.class, "HostileQueuePeer", shm.path().toString(), queue.name())) {
             assertEquals("true", hostile.expect("SENT"), "an oversized frame is refused at the sender");
             for (int i = 0; i < 10; i++) {
                 try (Tensor t = rs.allocateBytes(100)) {

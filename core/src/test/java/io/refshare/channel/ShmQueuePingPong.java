@@ -17,14 +17,14 @@ import java.util.stream.Stream;
  * {@code mvn test-compile}:
  * <pre>
  *   $JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -cp target/classes:target/test-classes \
- *       io.refshare.channel.ShmQueuePingPong [round trips] [streamed messages] [message bytes]
+ *       io.refshare.channel.ChannelChildMain ShmQueuePingPong [round trips] [streamed messages] [message bytes]
  * </pre>
  */
 public final class ShmQueuePingPong {
     private ShmQueuePingPong() {
     }
 
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         if (args.length > 0 && args[0].equals("echo")) {
             echo(Path.of(args[1]), args[2], args[3], args[4], Long.parseLong(args[5]));
             return;
@@ -37,7 +37,7 @@ public final class ShmQueuePingPong {
         try (ShmQueue ping = ShmQueue.create(dir, 64, size);
                 ShmQueue pong = ShmQueue.create(dir, 64, size);
                 ShmQueue stream = ShmQueue.create(dir, 1024, size)) {
-            try (ChildJvm child = ChildJvm.start(ShmQueuePingPong.class, "echo", path.toString(), ping.name(),
+            try (ChildJvm child = ChildJvm.start(ChannelChildMain.class, "ShmQueuePingPong", "echo", path.toString(), ping.name(),
                     pong.name(), stream.name(), Integer.toString(streamed))) {
                 byte[] message = new byte[size];
                 roundTrip(ping, pong, message, roundTrips / 4); // warm up both JVMs

@@ -14,7 +14,7 @@ import java.util.concurrent.TimeUnit;
  * shows as no answer and a non-zero exit.
  */
 public final class TruncatedQueueMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         ShmDirectory dir = new ShmDirectory(Path.of(args[0]), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         try (ShmQueue q = ShmQueue.create(dir, 64, 32)) {

@@ -23,7 +23,7 @@ class TruncatedQueueTest {
 
     @Test
     void callsOnACutQueueFileFailWithRefshareExceptionsInTime() throws Exception {
-        try (ChildJvm child = ChildJvm.start(TruncatedQueueMain.class, shm.path().toString())) {
+        try (ChildJvm child = ChildJvm.start(ChannelChildMain.class, "TruncatedQueueMain", shm.path().toString())) {
             String name = child.expect("NAME");
             ShmQueueLayout.Geometry g = ShmQueueLayout.Geometry.of(64, 32, ShmQueueLayout.DEFAULT_PARTICIPANTS);
             try (FileChannel ch = FileChannel.open(shm.path().resolve(name), StandardOpenOption.WRITE)) {

@@ -38,7 +38,7 @@ class WaitStrategyTest {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
              ShareQueue queue = rs.createQueue(16, WaitStrategy.BUSY_SPIN)) {
             Path ids = tmp.resolve("ids");
-            try (ChildJvm consumer = ChildJvm.start(QueueConsumerMain.class, shm.path().toString(), queue.name(),
+            try (ChildJvm consumer = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", shm.path().toString(), queue.name(),
                     ids.toString(), "-", "-1", "BUSY_SPIN")) {
                 consumer.expect("READY");
                 for (long id = 0; id < count; id++) {

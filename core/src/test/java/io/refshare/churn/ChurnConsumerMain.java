@@ -27,7 +27,7 @@ import java.util.List;
 public final class ChurnConsumerMain {
     private static final long RETRY_FOR_NANOS = 20_000_000_000L;
 
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         List<Tensor> kept = new ArrayList<>();
         try (Refshare rs = Refshare.open(config);

@@ -164,7 +164,7 @@ class ChurnTest {
 
     /** A consumer attaches to the queue, takes its messages, and is killed, closes or exits. */
     private void serveFromQueue(int number, String queueName) {
-        ChildJvm child = start(QueueChurnConsumerMain.class, shm.path().toString(), queueName);
+        ChildJvm child = start(ChurnChildMain.class, "QueueChurnConsumerMain", shm.path().toString(), queueName);
         try {
             child.expect("READY");
             int ending = number % 3;
@@ -183,7 +183,7 @@ class ChurnTest {
 
     /** A consumer gets each message on its stdin, and is killed, closes or exits. */
     private void serveDirectly(int number, Refshare producer) {
-        ChildJvm child = start(ChurnConsumerMain.class, shm.path().toString());
+        ChildJvm child = start(ChurnChildMain.class, "ChurnConsumerMain", shm.path().toString());
         try {
             child.expect("READY");
             int ending = number % 3;

@@ -29,7 +29,7 @@ import java.util.concurrent.TimeUnit;
  * taken again after a pause, and the retries are reported.
  */
 public final class QueueChurnConsumerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         List<Tensor> kept = new ArrayList<>();
         try (Refshare rs = Refshare.open(config);

@@ -108,7 +108,7 @@ class CounterFileTest {
             List<ChildJvm> racers = new ArrayList<>();
             try {
                 for (int i = 0; i < 4; i++) {
-                    racers.add(ChildJvm.start(CounterRaceMain.class, shm.path().toString(), f.name()));
+                    racers.add(ChildJvm.start(CounterChildMain.class, "CounterRaceMain", shm.path().toString(), f.name()));
                 }
                 for (ChildJvm r : racers) {
                     r.expect("READY");

@@ -10,7 +10,7 @@ import java.nio.file.Path;
  * many it claimed and released. Args: directory, counter file name.
  */
 public final class CounterRaceMain {
-    public static void main(String[] args) {
+    static void run(String[] args) {
         ShmDirectory dir = new ShmDirectory(Path.of(args[0]), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
         try (CounterFile f = CounterFile.open(dir, args[1])) {
             System.out.println("READY");

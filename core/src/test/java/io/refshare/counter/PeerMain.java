@@ -17,7 +17,7 @@ import java.nio.file.Path;
  * </pre>
  */
 public final class PeerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         ShmDirectory dir = new ShmDirectory(Path.of(args[0]), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
         try (CounterFile f = CounterFile.open(dir, args[1]);
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {

@@ -165,7 +165,7 @@ class PeerRecyclingTest {
     }
 
     private ChildJvm peer(List<ChildJvm> peers, CounterFile f) {
-        ChildJvm p = ChildJvm.start(PeerMain.class, shm.path().toString(), f.name());
+        ChildJvm p = ChildJvm.start(CounterChildMain.class, "PeerMain", shm.path().toString(), f.name());
         peers.add(p);
         p.expect("READY");
         return p;

@@ -12,7 +12,7 @@ import java.nio.file.Path;
  * name, and waits on stdin to be killed, never writing a byte itself.
  */
 public final class CreateOnlyMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         ShmDirectory dir = new ShmDirectory(Path.of(args[0]), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
         ShmFile f = dir.create(ShmKind.SEGMENT, Long.parseLong(args[1]));
         System.out.println("CREATED " + f.name());

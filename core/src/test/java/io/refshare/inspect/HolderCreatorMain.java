@@ -13,7 +13,7 @@ import java.nio.file.Path;
  * holder whose creator is dead).
  */
 public final class HolderCreatorMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])));
              SharedHolder holder = rs.createHolder(4, 4)) {
             try (Tensor t = rs.allocateBytes(4096)) {

@@ -106,7 +106,7 @@ class InventoryTest {
     void deadReadersAndADeadCreatorAreShownAsSuch() throws Exception {
         try (TempShm shm = new TempShm()) {
             try (Refshare rs = Refshare.open(shm.config());
-                 ChildJvm creator = ChildJvm.start(HolderCreatorMain.class, shm.path().toString())) {
+                 ChildJvm creator = ChildJvm.start(InspectChildMain.class, "HolderCreatorMain", shm.path().toString())) {
                 String name = creator.read();
                 try (SharedHolder opened = rs.openHolder(name);
                      ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), name)) {

@@ -1,10 +1,10 @@
 package io.refshare.inspect;
 
+import io.refshare.share.ShareChildMain;
+import io.refshare.channel.ChannelChildMain;
 import io.refshare.Internals;
 import io.refshare.Refshare;
-import io.refshare.channel.QueueProducerMain;
 import io.refshare.ShareQueue;
-import io.refshare.share.ConsumerMain;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
@@ -43,7 +43,7 @@ class JanitorAcceptanceTest {
             List<String> consumerFiles;
             try (Refshare producer = Refshare.open(shm.config())) {
                 try (ChildJvm consumer = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0],
-                        ConsumerMain.class, shm.path().toString())) {
+                        ShareChildMain.class, "ConsumerMain", shm.path().toString())) {
                     try (Tensor t = producer.allocateBytes(4096)) {
                         Patterns.fill(t.data(), 7);
                         consumer.send("RECV 1 7 " + HexFormat.of().formatHex(producer.share(t)));
@@ -56,7 +56,7 @@ class JanitorAcceptanceTest {
 
                     Janitor.Report here = Janitor.sweep(dir, false);
                     assertEquals(List.of(), here.removed(), "nothing is dead: " + here.kept());
-                    try (ChildJvm third = ChildJvm.start(SweepingOpenMain.class, shm.path().toString())) {
+                    try (ChildJvm third = ChildJvm.start(InspectChildMain.class, "SweepingOpenMain", shm.path().toString())) {
                         assertEquals("OPENED", third.read());
                         assertEquals(0, third.waitFor());
                     }
@@ -97,7 +97,7 @@ class JanitorAcceptanceTest {
                 ShareQueue queue = consumer.createQueue(64);
                 List<Tensor> received = new ArrayList<>();
                 try {
-                    ChildJvm producer = ChildJvm.start(QueueProducerMain.class, shm.path().toString(), queue.name(),
+                    ChildJvm producer = ChildJvm.start(ChannelChildMain.class, "QueueProducerMain", shm.path().toString(), queue.name(),
                             "1", Integer.toString(count));
                     try {
                         Eventually.await(() -> Internals.stats(queue).offered() == count, "the producer put every message");
@@ -157,7 +157,7 @@ class JanitorAcceptanceTest {
         try (TempShm shm = new TempShm()) {
             ShmDirectory dir = shm.directory();
             for (int i = 0; i < 3; i++) {
-                try (ChildJvm creator = ChildJvm.start(CreateOnlyMain.class, shm.path().toString(), "4096")) {
+                try (ChildJvm creator = ChildJvm.start(InspectChildMain.class, "CreateOnlyMain", shm.path().toString(), "4096")) {
                     creator.expect("CREATED");
                     creator.kill();
                 }

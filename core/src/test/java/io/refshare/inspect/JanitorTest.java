@@ -1,8 +1,7 @@
 package io.refshare.inspect;
 
+import io.refshare.share.ShareChildMain;
 import io.refshare.Refshare;
-import io.refshare.share.ConsumerMain;
-import io.refshare.share.ProducerMain;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.LifeFile;
 import io.refshare.shm.ProcessIdentity;
@@ -30,7 +29,7 @@ class JanitorTest {
     void removesOnlyTheFilesOfDeadProcesses() throws Exception {
         try (TempShm shm = new TempShm(); Refshare live = Refshare.open(shm.config());
              Tensor mine = live.allocateBytes(1000)) {
-            ChildJvm producer = ChildJvm.start(ProducerMain.class, shm.path().toString(), "5000", "1");
+            ChildJvm producer = ChildJvm.start(ShareChildMain.class, "ProducerMain", shm.path().toString(), "5000", "1");
             ProcessIdentity producerId = identity(producer);
             String message;
             try {
@@ -92,7 +91,7 @@ class JanitorTest {
         try (TempShm shm = new TempShm()) {
             String name;
             ProcessIdentity creatorId;
-            try (ChildJvm creator = ChildJvm.start(CreateOnlyMain.class, shm.path().toString(), "1048576")) {
+            try (ChildJvm creator = ChildJvm.start(InspectChildMain.class, "CreateOnlyMain", shm.path().toString(), "1048576")) {
                 creatorId = identity(creator);
                 try {
                     name = creator.expect("CREATED");
@@ -145,7 +144,7 @@ class JanitorTest {
     @Test
     void aCounterFileStaysWhileALiveProcessHoldsItsTokens() throws Exception {
         try (TempShm shm = new TempShm(); Refshare consumer = Refshare.open(shm.config())) {
-            ChildJvm producer = ChildJvm.start(ProducerMain.class, shm.path().toString(), "5000", "3");
+            ChildJvm producer = ChildJvm.start(ShareChildMain.class, "ProducerMain", shm.path().toString(), "5000", "3");
             Tensor held;
             try {
                 held = consumer.receive(HexFormat.of().parseHex(producer.read()));

@@ -10,7 +10,7 @@ import java.nio.file.Path;
  * {@code refshare gc} would), prints {@code OPENED} and closes.
  */
 public final class SweepingOpenMain {
-    public static void main(String[] args) {
+    static void run(String[] args) {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])))) {
             System.out.println("OPENED");
             System.out.flush();

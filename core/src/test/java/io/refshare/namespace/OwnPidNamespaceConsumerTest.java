@@ -1,8 +1,8 @@
 package io.refshare.namespace;
 
+import io.refshare.share.ShareChildMain;
 import io.refshare.Refshare;
 import io.refshare.inspect.Janitor;
-import io.refshare.share.ConsumerMain;
 import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.PidNamespaces;
@@ -31,7 +31,7 @@ class OwnPidNamespaceConsumerTest {
     void itsReferencesStayWhileItLivesAndComeBackWhenItIsKilled() throws Exception {
         assumeTrue(PidNamespaces.available(), PidNamespaces.NEEDS);
         try (Refshare producer = Refshare.open(shm.config())) {
-            ChildJvm consumer = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], ConsumerMain.class,
+            ChildJvm consumer = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], ShareChildMain.class, "ConsumerMain",
                     shm.path().toString());
             try {
                 for (int i = 0; i < 3; i++) {

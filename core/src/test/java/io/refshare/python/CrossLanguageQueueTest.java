@@ -1,8 +1,8 @@
 package io.refshare.python;
 
+import io.refshare.channel.ChannelChildMain;
 import io.refshare.Refshare;
 import io.refshare.exceptions.QueueClosedException;
-import io.refshare.channel.QueueConsumerMain;
 import io.refshare.ShareQueue;
 import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
@@ -142,7 +142,7 @@ class CrossLanguageQueueTest {
         Path[] pythonIds = {tmp.resolve("python0.ids"), tmp.resolve("python1.ids")};
         try (Refshare rs = Refshare.open(shm.config()); ShareQueue queue = rs.createQueue(16)) {
             String dir = shm.path().toString();
-            try (ChildJvm java = ChildJvm.start(QueueConsumerMain.class, dir, queue.name(), javaIds.toString(), "-", "-1");
+            try (ChildJvm java = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", dir, queue.name(), javaIds.toString(), "-", "-1");
                  PythonPeer py0 = PythonPeer.xpeer("consume", dir, queue.name(), pythonIds[0].toString(), "-", "0");
                  PythonPeer py1 = PythonPeer.xpeer("consume", dir, queue.name(), pythonIds[1].toString(), "-", "0")) {
                 java.expect("READY");
@@ -195,7 +195,7 @@ class CrossLanguageQueueTest {
              ShareQueue first = rs.createQueue(4);
              ShareQueue second = rs.createQueue(4)) {
             String dir = shm.path().toString();
-            try (ChildJvm java = ChildJvm.start(QueueConsumerMain.class, dir, second.name(), arrived.toString(), "-", "-1");
+            try (ChildJvm java = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", dir, second.name(), arrived.toString(), "-", "-1");
                  PythonPeer py = PythonPeer.xpeer("consume", dir, first.name(), forwarded.toString(), second.name(), "0")) {
                 java.expect("READY");
                 py.expect("READY");
@@ -235,7 +235,7 @@ class CrossLanguageQueueTest {
              ShareQueue second = rs.createQueue(4)) {
             String first = producer.expect("QUEUE");
             int total = 0;
-            try (ChildJvm java = ChildJvm.start(QueueConsumerMain.class, dir, first, forwarded.toString(), second.name(), "-1");
+            try (ChildJvm java = ChildJvm.start(ChannelChildMain.class, "QueueConsumerMain", dir, first, forwarded.toString(), second.name(), "-1");
                  PythonPeer consumer = PythonPeer.xpeer("consume", dir, second.name(), arrived.toString(), "-", "0")) {
                 java.expect("READY");
                 consumer.expect("READY");

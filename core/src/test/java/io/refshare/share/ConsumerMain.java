@@ -26,7 +26,7 @@ import java.util.Map;
  * </pre>
  */
 public final class ConsumerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         RefshareConfig config = RefshareConfig.defaults().withDirectory(Path.of(args[0]));
         Map<String, Tensor> kept = new HashMap<>();
         long cycles = 0;

@@ -54,7 +54,7 @@ class DamagedFilesTest {
             byte[] third = producer.share(t);
             assertEquals(counterFileOf(second), counterFileOf(third), "and it stays in use");
             t.close();
-            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
                 List<byte[]> messages = List.of(first, second, third);
                 for (int i = 0; i < messages.size(); i++) {
@@ -79,7 +79,7 @@ class DamagedFilesTest {
     @Test
     void garbageOverALiveTokenQuarantinesTheFileAndReclamationGoesOn() throws Exception {
         try (Refshare producer = Refshare.open(shm.config())) {
-            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
                 byte[] kept = shareTo(producer, consumer, "a", 1);
                 writeSlot(counterFileOf(kept), 0, 0x7FL); // a state no transition produces
@@ -101,7 +101,7 @@ class DamagedFilesTest {
     @Test
     void aCounterFileTruncatedUnderTheSleepingCollectorIsQuarantined() throws Exception {
         try (Refshare producer = Refshare.open(shm.config())) {
-            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
                 byte[] first = shareTo(producer, consumer, "a", 1);
                 // the collector sleeps on this file's release word while the block waits in the limbo
@@ -159,7 +159,7 @@ class DamagedFilesTest {
             truncate(ownFile(ShmKind.STATUS), 8);
             Thread.sleep(300); // the collector publishes its status every 100 ms
             assertCollectorAlive();
-            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
                 shareTo(producer, consumer, "a", 1);
                 shareTo(producer, consumer, "b", 2);

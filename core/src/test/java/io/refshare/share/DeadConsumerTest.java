@@ -31,7 +31,7 @@ class DeadConsumerTest {
 
     private static void dieAndReclaim(TempShm shm) throws Exception {
         try (Refshare producer = Refshare.open(shm.config())) {
-            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
                 for (int i = 0; i < 3; i++) {
                     try (Tensor t = producer.allocateBytes(100_000)) {

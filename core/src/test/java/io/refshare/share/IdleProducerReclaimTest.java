@@ -26,7 +26,7 @@ class IdleProducerReclaimTest {
     @Test
     void aBlockReleasedAfterItEnteredTheLimboIsFreedWithoutTheProducerCollecting() throws Exception {
         try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
-             ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString())) {
+             ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString())) {
             for (int round = 1; round <= 3; round++) {
                 String id = "r" + round;
                 try (Tensor t = producer.allocate(DType.UINT8, 64 << 10)) {

@@ -30,7 +30,7 @@ class LeavingTest {
     @Test
     void aCleanCloseGivesBackItsReferencesItsPeerEntryAndItsLifeFile() throws Exception {
         try (Refshare producer = Refshare.open(shm.config())) {
-            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             String counterFile = null;
             try {
                 for (int i = 0; i < 2; i++) {

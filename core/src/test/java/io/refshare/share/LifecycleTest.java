@@ -12,7 +12,6 @@ import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import io.refshare.wire.Descriptor;
-import io.refshare.wire.DescriptorCodec;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.ValueLayout;
@@ -219,7 +218,7 @@ class LifecycleTest {
     @Test
     void consumersKeepValidMemoryAfterTheProducerIsKilled() throws Exception {
         try (TempShm shm = new TempShm(); Refshare consumer = Refshare.open(shm.config())) {
-            ChildJvm producer = ChildJvm.start(ProducerMain.class, shm.path().toString(), "3000000", "9");
+            ChildJvm producer = ChildJvm.start(ShareChildMain.class, "ProducerMain", shm.path().toString(), "3000000", "9");
             Tensor t;
             try {
                 t = consumer.receive(HexFormat.of().parseHex(producer.read()));

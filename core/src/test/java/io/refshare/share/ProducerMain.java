@@ -15,7 +15,7 @@ import java.util.HexFormat;
  * Args: directory, bytes, seed.
  */
 public final class ProducerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])));
         try (Tensor t = rs.allocate(DType.UINT8, Long.parseLong(args[1]))) {
             Patterns.fill(t.data(), Long.parseLong(args[2]));

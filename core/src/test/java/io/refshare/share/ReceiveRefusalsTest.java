@@ -41,7 +41,7 @@ class ReceiveRefusalsTest {
             a.close();
             b.close();
             assertEquals(da.segmentName(), db.segmentName(), "both blocks lie in one segment");
-            ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString());
+            ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
                 // a's token with b's range: the bytes of b would be read under a's count
                 Descriptor forged = new Descriptor(da.backend(), da.segmentName(), da.segmentSize(), db.offset(),

@@ -31,7 +31,7 @@ class SharingAcrossProcessesTest {
             List<ChildJvm> consumers = new ArrayList<>();
             try {
                 for (int c = 0; c < consumerCount; c++) {
-                    consumers.add(ChildJvm.start(ConsumerMain.class, shm.path().toString()));
+                    consumers.add(ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString()));
                 }
                 int sent = 0;
                 for (long size : sizes) {
@@ -101,7 +101,7 @@ class SharingAcrossProcessesTest {
     @Test
     void hundredThousandCyclesLeaveNoFileMappingOrCounterBehind() {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
-             ChildJvm consumer = ChildJvm.start(ConsumerMain.class, shm.path().toString())) {
+             ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString())) {
             cycles(rs, consumer, 0, 2_000);
             int[] baseline = footprint(shm, rs, consumer);
             cycles(rs, consumer, 2_000, 102_000);

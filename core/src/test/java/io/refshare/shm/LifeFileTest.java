@@ -59,7 +59,7 @@ class LifeFileTest {
     @Test
     void aKilledHolderIsDeadAndItsFileCanThenBeRemoved() {
         ShmDirectory dir = shm.directory();
-        try (ChildJvm child = ChildJvm.start(LifeHolderMain.class, shm.path().toString())) {
+        try (ChildJvm child = ChildJvm.start(ShmChildMain.class, "LifeHolderMain", shm.path().toString())) {
             ProcessIdentity id = identity(child);
             assertEquals(Verdict.ALIVE, dir.verdict(id));
             assertFalse(dir.removeLifeFileIfDead(id), "a live process's life file must stay");
@@ -73,7 +73,7 @@ class LifeFileTest {
 
     @Test
     void aHolderThatLeftCleanlyLeavesNoFile() {
-        try (ChildJvm child = ChildJvm.start(LifeHolderMain.class, shm.path().toString())) {
+        try (ChildJvm child = ChildJvm.start(ShmChildMain.class, "LifeHolderMain", shm.path().toString())) {
             identity(child);
             child.send("LEAVE");
             child.expect("LEFT");
@@ -106,7 +106,7 @@ class LifeFileTest {
     void aHolderInItsOwnPidNamespaceIsAliveUntilKilled() throws Exception {
         assumeTrue(PidNamespaces.available(), PidNamespaces.NEEDS);
         ShmDirectory dir = shm.directory();
-        try (ChildJvm child = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], LifeHolderMain.class,
+        try (ChildJvm child = ChildJvm.startUnder(PidNamespaces.OWN_NAMESPACE, new String[0], ShmChildMain.class, "LifeHolderMain",
                 shm.path().toString())) {
             ProcessIdentity id = identity(child);
             assertNotEquals(child.pid(), id.pid(), "the child should see its own pid namespace");

@@ -8,7 +8,7 @@ import java.nio.file.Path;
  * on "LEAVE".
  */
 public final class LifeHolderMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         ShmDirectory dir = new ShmDirectory(Path.of(args[0]), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
         dir.holdLifeLock();
         ProcessIdentity me = ProcessIdentity.current();

@@ -63,7 +63,7 @@ class PermissionsTest {
             Process p = new ProcessBuilder(List.of("/usr/bin/setpriv", "--reuid=" + NOBODY, "--regid=" + NOBODY,
                     "--clear-groups", ProcessHandle.current().info().command().orElseThrow(),
                     "--enable-native-access=ALL-UNNAMED", "-cp", readableClassPath(),
-                    ReceiveAsAnotherUserMain.class.getName(), shm.path().toString(), HexFormat.of().formatHex(message)))
+                    ShmChildMain.class.getName(), "ReceiveAsAnotherUserMain", shm.path().toString(), HexFormat.of().formatHex(message)))
                     .redirectErrorStream(true).start();
             String out;
             try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream()))) {

@@ -12,7 +12,7 @@ import java.util.HexFormat;
  * (argument 1) and prints {@code RECEIVED} or {@code REFUSED <reason>}.
  */
 public final class ReceiveAsAnotherUserMain {
-    public static void main(String[] args) {
+    static void run(String[] args) {
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(Path.of(args[0])))) {
             rs.receive(HexFormat.of().parseHex(args[1])).close();
             System.out.println("RECEIVED");

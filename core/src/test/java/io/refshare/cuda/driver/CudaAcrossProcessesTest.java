@@ -3,7 +3,6 @@ package io.refshare.cuda.driver;
 import io.refshare.stats.CudaStats;
 import io.refshare.cuda.CudaConfig;
 import io.refshare.Internals;
-import io.refshare.stats.RefshareStats;
 import io.refshare.tensor.Device;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
@@ -42,7 +41,7 @@ class CudaAcrossProcessesTest {
     private static final Device CUDA = Device.cuda(0);
 
     static ChildJvm consumer(TempShm shm) {
-        return ChildJvm.start(CudaPeerMain.class, shm.path().toString(), CudaTestSupport.library(),
+        return ChildJvm.start(CudaChildMain.class, "CudaPeerMain", shm.path().toString(), CudaTestSupport.library(),
                 CudaTestSupport.isDouble() ? "double" : "real");
     }
 

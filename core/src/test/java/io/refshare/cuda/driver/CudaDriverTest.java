@@ -166,7 +166,7 @@ class CudaDriverTest {
     void noDeviceIsAPlainErrorAndHostMemoryStillWorks() {
         CudaTestSupport.requireDouble("pretend there is no device");
         try (TempShm shm = new TempShm();
-             ChildJvm child = ChildJvm.start(NoDeviceMain.class, shm.path().toString(), CudaTestSupport.library())) {
+             ChildJvm child = ChildJvm.start(CudaChildMain.class, "NoDeviceMain", shm.path().toString(), CudaTestSupport.library())) {
             assertEquals("HOST OK", child.read());
             String device = child.read();
             assertTrue(device.startsWith("DEVICE CudaUnavailableException no CUDA device: cuInit(0) returned"

@@ -2,7 +2,6 @@ package io.refshare.cuda.driver;
 
 import io.refshare.stats.CudaStats;
 import io.refshare.Internals;
-import io.refshare.stats.RefshareStats;
 import io.refshare.tensor.Device;
 import io.refshare.Refshare;
 import io.refshare.SharedHolder;

@@ -3,7 +3,6 @@ package io.refshare.cuda.driver;
 import io.refshare.Internals;
 
 import io.refshare.stats.CudaStats;
-import io.refshare.stats.RefshareStats;
 import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.SharedHolder;
@@ -46,7 +45,7 @@ import java.util.Map;
  * A failing command answers {@code ERROR <exception>} instead of leaving the test waiting.
  */
 public final class CudaPeerMain {
-    public static void main(String[] args) throws Exception {
+    static void run(String[] args) throws Exception {
         Path dir = Path.of(args[0]);
         if (!args[1].equals("-")) {
             System.setProperty(CudaDriver.LIBRARY_PROPERTY, args[1]);

@@ -15,7 +15,7 @@ import java.nio.file.Path;
  * {@code HOST STILL OK}. Args: shm directory, test double library.
  */
 public final class NoDeviceMain {
-    public static void main(String[] args) {
+    static void run(String[] args) {
         Path dir = Path.of(args[0]);
         System.setProperty(CudaDriver.LIBRARY_PROPERTY, args[1]);
         TestDouble.load(args[1]).configure(dir, 0, -1);

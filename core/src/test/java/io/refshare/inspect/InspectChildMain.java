@@ -1,0 +1,26 @@
+package io.refshare.inspect;
+
+import java.util.Arrays;
+
+/**
+ * The one child-process entry of this package's tests: {@code <role> <args...>}, where the
+ * role is the simple name of the class whose {@code run(args)} the child runs. Tests start it
+ * through {@code ChildJvm.start(InspectChildMain.class, "<role>", ...)}.
+ */
+public final class InspectChildMain {
+    private InspectChildMain() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            throw new IllegalArgumentException("usage: InspectChildMain <role> <args...>");
+        }
+        String[] rest = Arrays.copyOfRange(args, 1, args.length);
+        switch (args[0]) {
+            case "CreateOnlyMain" -> CreateOnlyMain.run(rest);
+            case "HolderCreatorMain" -> HolderCreatorMain.run(rest);
+            case "SweepingOpenMain" -> SweepingOpenMain.run(rest);
+            default -> throw new IllegalArgumentException("no child role " + args[0]);
+        }
+    }
+}
