@@ -24,6 +24,10 @@ public final class ChildProcesses {
 
     /** SIGKILL: no cleanup of any kind in the process. */
     public static void kill(Process process) {
+        // SIGKILL the descendants first: a wrapper's child (unshare's JVM) would otherwise see its
+        // stdin close when the JDK closes the wrapper's streams right after killing it, and exit
+        // cleanly before the kernel's parent-death signal arrives: a clean close, not a death
+        process.descendants().forEach(ProcessHandle::destroyForcibly);
         process.destroyForcibly();
         try {
             process.waitFor(30, TimeUnit.SECONDS);
