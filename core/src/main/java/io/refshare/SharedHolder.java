@@ -131,7 +131,6 @@ public final class SharedHolder implements AutoCloseable {
     private final LongAdder anomalies = new LongAdder();
     /** The creator's task on its process's collector: reclaims dead readers every housekeeping round. */
     private final Runnable reclaimInBackground = this::reclaimDeadReadersQuietly;
-    private volatile boolean closed;
 
     /**
      * A version as this handle knows it: decoded once, and with a pin (a view with no count
@@ -555,7 +554,7 @@ public final class SharedHolder implements AutoCloseable {
     @Override
     public void close() {
         synchronized (this) {
-            if (closed) {
+            if (uses.isClosed()) {
                 return;
             }
             enter();
@@ -571,7 +570,6 @@ public final class SharedHolder implements AutoCloseable {
                 }
                 statsAtClose = readStats();
             } finally {
-                closed = true;
                 uses.close();
                 leave(); // the last use, maybe this one, unmaps
             }

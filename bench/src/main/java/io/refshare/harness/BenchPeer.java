@@ -126,9 +126,9 @@ public final class BenchPeer {
             case RS_PINGPONG -> refsharePingPong(w[1], w[2], Integer.parseInt(w[3]), Mode.valueOf(w[4]), waiting(w, 5));
             case RS_RECLAIM -> refshareReclaim(w[1], w[2], Integer.parseInt(w[3]), Long.parseLong(w[4]));
             case RS_STREAM -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.valueOf(w[4]),
-                    waiting(w, 5));
-            case RS_STREAM_BATCH -> refshareStreamBatches(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]),
-                    Integer.parseInt(w[4]));
+                    waiting(w, 5), 1);
+            case RS_STREAM_BATCH -> refshareStream(w[1], Integer.parseInt(w[2]), Integer.parseInt(w[3]), Mode.REUSE,
+                    WaitStrategy.BACKOFF, Integer.parseInt(w[4]));
             case RS_DRAIN -> refshareDrain(w[1]);
             case RS_PRODUCE -> refshareProduce(w[1], Long.parseLong(w[2]), Integer.parseInt(w[3]));
             case UDS_PINGPONG -> socketPingPong(Integer.parseInt(w[1]), Long.parseLong(w[2]));
@@ -204,41 +204,23 @@ public final class BenchPeer {
         }
     }
 
-    private void refshareStream(String name, int messages, int warmup, Mode mode, WaitStrategy waiting)
-            throws InterruptedException {
-        int bad = 0;
-        long start = 0;
-        try (ShareQueue queue = rs.openQueue(name, waiting)) {
-            reply(READY);
-            for (int i = 0; i < messages; i++) {
-                try (Tensor t = queue.take()) {
-                    if (!Payload.read(t.data(), Payload.tag(mode, i))) {
-                        bad++;
-                    }
-                }
-                if (i == warmup - 1) {
-                    start = System.nanoTime();
-                }
-            }
-        }
-        long end = System.nanoTime();
-        reply(RESULT + " " + bad + " " + start + " " + end);
-    }
-
-    private void refshareStreamBatches(String name, int messages, int warmup, int batchSize)
+    /** Takes {@code messages}, one and then up to {@code batchSize - 1} more at a time, checking each. */
+    private void refshareStream(String name, int messages, int warmup, Mode mode, WaitStrategy waiting, int batchSize)
             throws InterruptedException {
         int bad = 0;
         long start = 0;
         List<Tensor> batch = new ArrayList<>(batchSize);
-        try (ShareQueue queue = rs.openQueue(name)) {
+        try (ShareQueue queue = rs.openQueue(name, waiting)) {
             reply(READY);
             int i = 0;
             while (i < messages) {
                 batch.add(queue.take());
-                queue.drainTo(batch, Math.min(batchSize, messages - i) - 1);
+                if (batchSize > 1) {
+                    queue.drainTo(batch, Math.min(batchSize, messages - i) - 1);
+                }
                 for (Tensor t : batch) {
                     try (t) {
-                        if (!Payload.read(t.data(), Payload.tag(Mode.REUSE, i))) {
+                        if (!Payload.read(t.data(), Payload.tag(mode, i))) {
                             bad++;
                         }
                     }

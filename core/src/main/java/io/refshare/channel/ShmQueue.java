@@ -226,7 +226,7 @@ public final class ShmQueue implements AutoCloseable {
     public boolean isClosed() {
         enter();
         try {
-            return closedFlag();
+            return cells.isClosed();
         } finally {
             exit();
         }
@@ -241,7 +241,7 @@ public final class ShmQueue implements AutoCloseable {
      * @throws InvalidDataException if the file's cells were overwritten by someone else
      */
     public boolean offer(byte[] message) {
-        return offer(Outgoing.of(checkMessage(message)));
+        return offer(checkMessage(message));
     }
 
     private boolean offer(Outgoing message) {
@@ -268,7 +268,7 @@ public final class ShmQueue implements AutoCloseable {
      * @throws InvalidDataException if the file's cells were overwritten by someone else
      */
     public boolean offer(byte[] message, long timeout, TimeUnit unit) throws InterruptedException {
-        return offer(Outgoing.of(checkMessage(message)), timeout, unit);
+        return offer(Outgoing.of(Objects.requireNonNull(message, "message")), timeout, unit); // checked there
     }
 
     /**
@@ -277,10 +277,7 @@ public final class ShmQueue implements AutoCloseable {
      * @throws IllegalArgumentException if the message is longer than {@link #maxMessageBytes()}
      */
     public boolean offer(Outgoing message, long timeout, TimeUnit unit) throws InterruptedException {
-        if (message.byteSize() > maxMessageBytes) {
-            throw new IllegalArgumentException("message of " + message.byteSize() + " bytes exceeds this queue's "
-                    + "maximum of " + maxMessageBytes + " bytes");
-        }
+        checkSize(message);
         long start = System.nanoTime();
         long deadline = start + Math.max(0, unit.toNanos(timeout));
         enter();
@@ -388,11 +385,7 @@ public final class ShmQueue implements AutoCloseable {
             long now = System.nanoTime();
             int published = 0;
             for (int i = from; i < messages.size(); i++) {
-                Outgoing m = messages.get(i);
-                if (m.byteSize() > maxMessageBytes) {
-                    throw new IllegalArgumentException("message of " + m.byteSize() + " bytes exceeds this queue's "
-                            + "maximum of " + maxMessageBytes + " bytes");
-                }
+                Outgoing m = checkSize(messages.get(i));
                 long t = claimWritable(now);
                 if (t == QueueCells.NO_ROOM || (t == QueueCells.CLOSED && published > 0)) {
                     break;
@@ -497,7 +490,7 @@ public final class ShmQueue implements AutoCloseable {
                         Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
                         if (adopted != null) {
                             m = deliver(adopted.position(), AS_IS);
-                        } else if (h == QueueCells.CLOSED || !closedFlag()) {
+                        } else if (h == QueueCells.CLOSED || !cells.isClosed()) {
                             return drained;
                         } else {
                             awaitPublication();
@@ -529,7 +522,7 @@ public final class ShmQueue implements AutoCloseable {
                 if (i == self || word == 0 || isReclaimMark(word) || namesNoProcess(word)) {
                     continue;
                 }
-                boolean creatorsHandle = !creator && word == packedOwner && closedState() == OPEN;
+                boolean creatorsHandle = !creator && word == packedOwner && cells.closedState() == OPEN;
                 boolean takesPart = (participants.role(i) & (ROLE_PRODUCER | ROLE_CONSUMER)) != 0;
                 if ((takesPart || creatorsHandle) && !liveness.isDead(word, true)) {
                     return false;
@@ -679,7 +672,7 @@ public final class ShmQueue implements AutoCloseable {
     private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Spinning.Condition room = () -> hasRoom() || closedFlag() || uses.isClosed();
+        Spinning.Condition room = () -> cells.hasRoom() || cells.isClosed() || uses.isClosed();
         if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
                 room, !busy)
                 && tryOffer(message, deadline)) {
@@ -723,7 +716,7 @@ public final class ShmQueue implements AutoCloseable {
             throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Spinning.Condition message = () -> hasMessage() || closedFlag() || uses.isClosed();
+        Spinning.Condition message = () -> cells.hasMessage() || cells.isClosed() || uses.isClosed();
         if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
                 message, !busy)) {
             T m = tryPoll(whileClaimed, deadline);
@@ -788,7 +781,7 @@ public final class ShmQueue implements AutoCloseable {
     private void awaitPublication() {
         int sequence = notEmpty.prepare(selfEntry);
         try {
-            if (!hasMessage() && !uses.isClosed()) {
+            if (!cells.hasMessage() && !uses.isClosed()) {
                 notEmpty.await(sequence, SLEEP_SLICE_NANOS);
             }
         } finally {
@@ -798,13 +791,13 @@ public final class ShmQueue implements AutoCloseable {
 
     /** A waiter leaving without using its wake-up hands it on, so no message waits on a sleeper. */
     private void passOnMessage() {
-        if (notEmpty.anyoneAsleep() && hasMessage()) {
+        if (notEmpty.anyoneAsleep() && cells.hasMessage()) {
             notEmpty.signal();
         }
     }
 
     private void passOnRoom() {
-        if (notFull.anyoneAsleep() && hasRoom()) {
+        if (notFull.anyoneAsleep() && cells.hasRoom()) {
             notFull.signal();
         }
     }
@@ -834,7 +827,7 @@ public final class ShmQueue implements AutoCloseable {
             if (adopted != null) {
                 return deliver(adopted.position(), whileClaimed);
             }
-            if (closedState() == ENDED_BY_PRODUCERS_DEATH) {
+            if (cells.closedState() == ENDED_BY_PRODUCERS_DEATH) {
                 throw new ProducersGoneException("queue " + name() + " is drained and every producer is dead ("
                         + "its creator " + owner + " and every participant that offered): the stream has ended");
             }
@@ -843,13 +836,7 @@ public final class ShmQueue implements AutoCloseable {
         return deliver(h, whileClaimed);
     }
 
-    private boolean hasRoom() {
-        return cells.hasRoom();
-    }
 
-    private boolean hasMessage() {
-        return cells.hasMessage();
-    }
 
     private Recovery.Adopted maybeSweep(Recovery.Role role) {
         long now = System.nanoTime();
@@ -870,13 +857,7 @@ public final class ShmQueue implements AutoCloseable {
         return recovery.sweep(role, self, true);
     }
 
-    private boolean closedFlag() {
-        return cells.isClosed();
-    }
 
-    private int closedState() {
-        return cells.closedState();
-    }
 
     /** Ends the stream for {@code why}, unless it has already ended (the first reason stays). */
     private boolean endStream(int why) {
@@ -899,7 +880,7 @@ public final class ShmQueue implements AutoCloseable {
         long now = System.nanoTime();
         long due = nextProducersCheck.get();
         if (now - due < 0 || !nextProducersCheck.compareAndSet(due, now + PRODUCERS_CHECK_NANOS)
-                || closedState() != OPEN || !everyProducerDead()) {
+                || cells.closedState() != OPEN || !everyProducerDead()) {
             return false;
         }
         return endStream(ENDED_BY_PRODUCERS_DEATH);
@@ -935,13 +916,16 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    private byte[] checkMessage(byte[] message) {
-        Objects.requireNonNull(message, "message");
-        if (message.length > maxMessageBytes) {
-            throw new IllegalArgumentException("message of " + message.length + " bytes exceeds this queue's maximum of "
-                    + maxMessageBytes + " bytes");
+    private Outgoing checkSize(Outgoing message) {
+        if (message.byteSize() > maxMessageBytes) {
+            throw new IllegalArgumentException("message of " + message.byteSize() + " bytes exceeds this queue's "
+                    + "maximum of " + maxMessageBytes + " bytes");
         }
         return message;
+    }
+
+    private Outgoing checkMessage(byte[] message) {
+        return checkSize(Outgoing.of(Objects.requireNonNull(message, "message")));
     }
 
     private void enter() {
@@ -956,7 +940,7 @@ public final class ShmQueue implements AutoCloseable {
 
     /** What an offer on an ended stream throws. */
     private QueueClosedException ended() {
-        return new QueueClosedException("queue " + name() + (closedState() == ENDED_BY_PRODUCERS_DEATH
+        return new QueueClosedException("queue " + name() + (cells.closedState() == ENDED_BY_PRODUCERS_DEATH
                 ? " was ended when every producer had died" : " is closed") + ": it accepts no more messages");
     }
 

@@ -511,16 +511,8 @@ public final class CounterFile implements AutoCloseable {
                 + " the limit with RefshareConfig.withPeersPerCounterFile (this file has " + peerCapacity + ")");
     }
 
-    /**
-     * Compare-and-set of the word at {@code off}, after a plain volatile read of it that
-     * fails fast. The read matters beyond speed: when another process truncated the file, a
-     * read of the lost page raises an {@link InternalError} the caller can handle, while the
-     * JVM's compare-and-set on it (interpreted, at least) is not guarded and a SIGBUS there
-     * kills the whole process. A truncation between the read and the CAS can still do that;
-     * the window is a few instructions wide.
-     */
     private boolean compareAndSet(long off, long expected, long next) {
-        return (long) LONG.getVolatile(mem, off) == expected && LONG.compareAndSet(mem, off, expected, next);
+        return Tokens.guardedCompareAndSet(mem, off, expected, next);
     }
 
     private int checkSlot(int slot) {

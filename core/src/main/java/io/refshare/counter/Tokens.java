@@ -132,6 +132,15 @@ final class Tokens {
     }
 
     private boolean compareAndSet(long off, long expected, long next) {
+        return guardedCompareAndSet(mem, off, expected, next);
+    }
+
+    /**
+     * Compare-and-set of the word at {@code off} of a counter file, after the volatile read that
+     * guards it (see the notes: a truncated file then fails with an {@link InternalError}, not
+     * a SIGBUS). Every CAS on a counter file goes through here, the peer table's too.
+     */
+    static boolean guardedCompareAndSet(MemorySegment mem, long off, long expected, long next) {
         return (long) LONG.getVolatile(mem, off) == expected && LONG.compareAndSet(mem, off, expected, next);
     }
 
