@@ -141,6 +141,11 @@ public final class BridgeReceiver implements AutoCloseable {
         this.loop = UcxLoop.start("refshare-bridge-receive");
     }
 
+    /** The loop this receiver runs on, for tests that speak to it from the same UCX worker. */
+    UcxLoop loop() {
+        return loop;
+    }
+
     /**
      * Listens on {@code address} (an IPv4 address of this host and a port) and delivers what
      * senders offer to {@code target}; at most {@code window} offers per sender are unanswered.
