@@ -85,12 +85,35 @@ def _identities(directory, name, f, kind):
     return ids, keep
 
 
-def sweep(directory, dry_run=False):
-    """One pass over ``directory`` (a ShmDirectory); the names removed (or that would be)."""
+def _dead_with_life_files(directory):
+    """The identities whose life files read DEAD now (by the names' last 32 hex digits)."""
+    dead = set()
+    for name in _list(directory):
+        if directory.kind_of(name) == "life":
+            try:
+                ident = shm.ProcessIdentity(int(name[-32:-16], 16), int(name[-16:], 16))
+            except ValueError:
+                continue
+            if directory.verdict(ident) == shm.DEAD:
+                dead.add(ident)
+    return dead
+
+
+def _list(directory):
     try:
-        names = sorted(os.listdir(directory.path))
+        return sorted(os.listdir(directory.path))
     except OSError as e:
         raise RefshareError("cannot list %s: %s" % (directory.path, e))
+
+
+def sweep(directory, dry_run=False, _before_life_files=None):
+    """One pass over ``directory`` (a ShmDirectory); the names removed (or that would be).
+
+    Only a process DEAD before the listing loses its life file here: one alive then may register
+    in a file after it was read and die before the life files are judged (section 13); its life
+    file waits for the next sweep. ``_before_life_files`` runs between the passes, for tests."""
+    dead_before_listing = _dead_with_life_files(directory)
+    names = _list(directory)
     files = {}      # name -> (kind, owner, others)
     kept = set()    # names queued messages keep
     for name in names:
@@ -149,8 +172,10 @@ def sweep(directory, dry_run=False):
         if kind != "life" and name not in gone:
             named.add(owner)
             named.update(others)
+    if _before_life_files is not None:
+        _before_life_files()
     for name, (kind, owner, _, _) in files.items():
-        if kind == "life" and owner is not None and owner not in named and dead(owner):
+        if kind == "life" and owner in dead_before_listing and owner not in named and dead(owner):
             if dry_run or directory.remove_life_file_if_dead(owner):
                 removed.append(name)
     return removed

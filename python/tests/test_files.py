@@ -149,6 +149,51 @@ def test_janitor_keeps_files_of_live_processes_and_unknown_ones(shmdir):
             f.close()
 
 
+def test_a_process_registering_and_dying_during_a_sweep_keeps_its_life_file(shmdir):
+    """It holds its life lock, registers in a counter file after the sweep read it, takes a token
+    and is killed before the life files are judged: its life file must stay for the file's owner."""
+    from refshare import janitor
+    from refshare.counter import CounterFile
+    d = shm.ShmDirectory(shmdir)
+    counters = CounterFile.create(d, 4, 2)
+    try:
+        slot = counters.hand_out(7)
+        code = ("import sys\n"
+                "from refshare import shm\n"
+                "from refshare.counter import CounterFile\n"
+                "d = shm.ShmDirectory(%r); d.hold_life_lock(); print('READY', flush=True)\n"
+                "sys.stdin.readline(); c = CounterFile.open(d, %r)\n"
+                "print('CLAIMED', c.claim(%d, 7), flush=True); sys.stdin.readline()\n" % (shmdir, counters.name, slot))
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=env)
+        try:
+            assert line(p) == ["READY"]
+            consumer = shm.ProcessIdentity(p.pid, shm.proc_identity(p.pid).start)
+
+            def register_and_die():
+                p.stdin.write("go\n")
+                p.stdin.flush()
+                assert line(p) == ["CLAIMED", "True"]
+                kill(p)
+
+            removed = janitor.sweep(d, _before_life_files=register_and_die)
+        finally:
+            if p.poll() is None:
+                kill(p)
+            p.stdin.close()
+            p.stdout.close()
+        assert d.life_name(consumer) not in removed
+        assert d.verdict(consumer) == shm.DEAD, "the owner can still learn of the death"
+        assert counters.reclaim_dead(d) == 1
+        assert counters.is_released(slot)
+        counters.file.unlink()
+        assert janitor.sweep(d) == [d.life_name(consumer)], "the next sweep removes it"
+    finally:
+        counters.close()
+        d.release_life_lock()
+
+
 def test_an_interpreter_exiting_without_close_leaves_nothing(shmdir):
     code = ("import refshare, numpy as np\n"
             "rs = refshare.open(directory=%r)\n"

@@ -53,6 +53,13 @@ import java.util.stream.Stream;
  * DEAD into UNKNOWN (a leak, never a use of freed memory); so a file that cannot be read
  * does not hold back the life files.
  *
+ * <p>Only a process already dead before the sweep lists the directory loses its life file
+ * in that sweep. A process records its identity only while it runs, so every record a
+ * process dead by then left is in a file the listing finds. One that was alive may register
+ * in a file after the sweep read it and die before the life files are judged; removing its
+ * life file then would leave its owner, say a producer reclaiming its references, with
+ * UNKNOWN for good. Such a life file waits for the next sweep.
+ *
  * <p>Never touched: a file whose name is not ours, anything that is not a regular file
  * (every file is opened with {@code O_NOFOLLOW|O_NONBLOCK} and judged by {@code fstat} of
  * its descriptor, so a FIFO or link swapped in cannot block or redirect the sweep), another
@@ -98,10 +105,16 @@ public final class Janitor {
 
     /** Sweeps the directory; with {@code dryRun} it only reports what it would remove. */
     public static Report sweep(ShmDirectory dir, boolean dryRun) throws IOException {
-        return new Janitor(dir, dryRun).run();
+        return sweep(dir, dryRun, () -> { });
     }
 
-    private Report run() throws IOException {
+    /** {@link #sweep(ShmDirectory, boolean)}, running {@code beforeLifeFiles} between the two passes (for tests). */
+    static Report sweep(ShmDirectory dir, boolean dryRun, Runnable beforeLifeFiles) throws IOException {
+        return new Janitor(dir, dryRun).run(beforeLifeFiles);
+    }
+
+    private Report run(Runnable beforeLifeFiles) throws IOException {
+        Set<ProcessIdentity> deadBeforeListing = deadProcessesWithLifeFiles();
         List<String> files = new ArrayList<>();
         List<String> lifeFiles = new ArrayList<>();
         try (Stream<Path> s = Files.list(dir.path())) {
@@ -123,10 +136,25 @@ public final class Janitor {
         for (String name : files) {
             judge(name, dir.kindOf(name));
         }
+        beforeLifeFiles.run();
         for (String name : lifeFiles) {
-            judgeLifeFile(name);
+            judgeLifeFile(name, deadBeforeListing);
         }
         return new Report(List.copyOf(removed), List.copyOf(kept));
+    }
+
+    /** The processes whose life files read DEAD now. */
+    private Set<ProcessIdentity> deadProcessesWithLifeFiles() throws IOException {
+        Set<ProcessIdentity> dead = new HashSet<>();
+        try (Stream<Path> s = Files.list(dir.path())) {
+            for (Path p : s.toList()) {
+                ProcessIdentity id = dir.lifeFileIdentity(p.getFileName().toString());
+                if (id != null && dir.verdict(id) == Verdict.DEAD) {
+                    dead.add(id);
+                }
+            }
+        }
+        return dead;
     }
 
     private Verdict verdict(ProcessIdentity id) {
@@ -307,7 +335,7 @@ public final class Janitor {
         return new Users(owner, users, names, role);
     }
 
-    private void judgeLifeFile(String name) {
+    private void judgeLifeFile(String name, Set<ProcessIdentity> deadBeforeListing) {
         ProcessIdentity id = dir.lifeFileIdentity(name);
         if (id == null) {
             kept.add(name + " (its name names no process, left alone)");
@@ -316,6 +344,8 @@ public final class Janitor {
         Verdict v = verdict(id);
         if (v.mayBeAlive()) {
             kept.add(name + " (process " + id.pid() + " " + state(v) + ")");
+        } else if (!deadBeforeListing.contains(id)) {
+            kept.add(name + " (process " + id.pid() + " died during this sweep, judged by the next)");
         } else if (named.contains(id)) {
             kept.add(name + " (process " + id.pid() + " dead, still named by a file that stays)");
         } else if (dryRun ? Files.exists(dir.path().resolve(name)) : dir.removeLifeFileIfDead(id)) {

@@ -237,8 +237,8 @@ class ChurnTest {
     private void checkTheEnd(Refshare producer, int total, long started, String how) throws Exception {
         assertEquals(total, taken.size(), "every message was taken");
         taken.forEach((id, n) -> assertEquals(1, n.get(), "message " + id + " taken exactly once"));
-        assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(30)), "the limbo empties: "
-                + producer.stats().limboBlocks() + " blocks left");
+        assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(30)), () -> "the limbo empties: "
+                + producer.stats().limboBlocks() + " blocks left; holders now: " + holdersNow(shm.directory()));
         assertEquals(0, Internals.sharing(producer).liveCounts(), "no count is live");
         // the collector counts a reclamation just after releasing the tokens: the limbo may empty in between
         long expected = 2L * killedHolding.get();
@@ -255,6 +255,23 @@ class ChurnTest {
     private void sweepAndCheckNothingLeft() throws IOException {
         Janitor.sweep(shm.directory(), false); // the killed consumers' status and life files
         assertEquals(List.of(), shm.files(), "no file left");
+    }
+
+    /** The processes holding tokens of the producer's counter files, with the verdict on each. */
+    private static String holdersNow(ShmDirectory dir) {
+        List<String> holders = new ArrayList<>();
+        try (Stream<Path> names = Files.list(dir.path())) {
+            for (String name : names.map(p -> p.getFileName().toString()).toList()) {
+                if (dir.kindOf(name) == ShmKind.COUNTERS) {
+                    try (CounterFile f = CounterFile.open(dir, name)) {
+                        f.currentHolders().forEach(h -> holders.add(h + " " + dir.verdict(h) + " in " + name));
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            holders.add("(cannot tell: " + e + ")");
+        }
+        return holders.toString();
     }
 
     /** Peer entries in use across the producer's counter files, as any process can read them. */

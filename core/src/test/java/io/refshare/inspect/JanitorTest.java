@@ -1,5 +1,7 @@
 package io.refshare.inspect;
 
+import io.refshare.counter.CounterChildMain;
+import io.refshare.counter.CounterFile;
 import io.refshare.share.ShareChildMain;
 import io.refshare.Refshare;
 import io.refshare.shm.FileHeader;
@@ -158,6 +160,40 @@ class JanitorTest {
             held.close();
             Janitor.Report after = Janitor.sweep(shm.directory(), false);
             assertTrue(after.removed().stream().anyMatch(n -> n.contains("-cnt-")), "gone once nobody alive holds it");
+        }
+    }
+
+    /**
+     * A consumer that holds its life lock registers in a counter file after the sweep read
+     * it, takes a token and is killed before the sweep judges the life files: its life file
+     * must stay, or the file's owner could never learn of its death and reclaim the token.
+     */
+    @Test
+    void aProcessThatRegistersAndDiesDuringASweepKeepsItsLifeFileForItsOwner() throws Exception {
+        try (TempShm shm = new TempShm(); CounterFile counters = CounterFile.create(shm.directory(), 4, 2);
+             ChildJvm consumer = ChildJvm.start(CounterChildMain.class, "PeerMain", shm.path().toString(),
+                     counters.name())) {
+            consumer.expect("READY");
+            ProcessIdentity consumerId = identity(consumer);
+            int first = counters.handOut(7);
+            int second = counters.handOut(7);
+            consumer.send("CLAIM " + first + " 7");
+            assertEquals("CLAIMED true", consumer.read());
+            consumer.send("LEAVE"); // holds its life lock on, no longer named by the counter file
+            assertEquals("LEFT 1", consumer.read());
+
+            Janitor.Report report = Janitor.sweep(shm.directory(), false, () -> {
+                consumer.send("CLAIM " + second + " 7");
+                assertEquals("CLAIMED true", consumer.read());
+                consumer.kill();
+            });
+            String lifeFile = lifeFileOf(consumerId);
+            assertTrue(report.kept().contains(lifeFile + " (process " + consumerId.pid()
+                    + " died during this sweep, judged by the next)"), report.kept().toString());
+            assertEquals(1, counters.reclaimDeadPeers((holder, n) -> { }), "the owner learns of the death");
+            assertTrue(counters.isReturned(second, 7));
+            counters.unlink();
+            assertEquals(List.of(lifeFile), Janitor.sweep(shm.directory(), false).removed(), "the next sweep removes it");
         }
     }
 }
