@@ -18,6 +18,7 @@ import io.refshare.wire.DecodeMemo;
 import io.refshare.wire.DescriptorCodec;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -365,7 +366,17 @@ public final class Refshare implements AutoCloseable {
      */
     public Tensor receive(byte[] message) {
         Objects.requireNonNull(message, "message (the bytes share() returned)");
-        return receive(decoded.decode(message));
+        return receive(MemorySegment.ofArray(message), 0, message.length);
+    }
+
+    /**
+     * Receives the message of {@code length} bytes at {@code offset} of {@code src}, as
+     * {@link #receive(byte[])}, reading it in place (a queue's cell): a message of a block
+     * received before allocates nothing but the tensor.
+     */
+    Tensor receive(MemorySegment src, long offset, int length) {
+        Descriptor block = decoded.decodeBlock(src, offset, length);
+        return receive(block, DescriptorCodec.slot(src, offset, length));
     }
 
     /**
@@ -375,9 +386,14 @@ public final class Refshare implements AutoCloseable {
      */
     Tensor receive(Descriptor descriptor) {
         Objects.requireNonNull(descriptor, "descriptor");
+        return receive(descriptor, descriptor.slot());
+    }
+
+    /** Receives the token in {@code slot} of a message of the block {@code descriptor} describes. */
+    private Tensor receive(Descriptor descriptor, int slot) {
         TensorLayout layout = descriptor.tensor() != null ? descriptor.tensor()
                 : TensorLayout.contiguous(DType.UINT8, descriptor.length());
-        ReceivedBlock block = sharing.receive(descriptor);
+        ReceivedBlock block = sharing.receive(descriptor, slot);
         try {
             return new Tensor(block, layout);
         } catch (RuntimeException e) {

@@ -2,12 +2,17 @@ package io.refshare;
 
 import io.refshare.channel.ShmQueue;
 import io.refshare.channel.RepeatedWarning;
+import io.refshare.channel.Incoming;
 import io.refshare.channel.Outgoing;
 import io.refshare.channel.QueueStats;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.exceptions.ResourceLimitException;
+import io.refshare.share.Sharing;
+import io.refshare.share.Storage;
+import io.refshare.tensor.TensorLayout;
+import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 
@@ -98,11 +103,14 @@ public final class ShareQueue implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final LongAdder rejected = new LongAdder();
     private final RepeatedWarning rejections = new RepeatedWarning(LOG, RepeatedWarning.INTERVAL_NANOS);
+    /** Receives a message in place from its cell (made once: a method reference is an object). */
+    private final Incoming<Tensor> receiving;
     /** This handle has offered, so it is on the producer side. */
     private volatile boolean offered;
 
     private ShareQueue(Refshare refshare, ShmQueue queue, boolean creator) {
         this.refshare = refshare;
+        this.receiving = refshare::receive;
         this.queue = queue;
         this.creator = creator;
     }
@@ -175,16 +183,19 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensor} or {@code unit} is null
      */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
-        Descriptor message = refshare.shareDescriptor(tensor);
+        Storage storage = tensor.storage();
+        Message message = storage.backend() == Backend.HOST ? HostMessage.OF_THIS_THREAD.get().share(refshare, tensor)
+                : share(tensor);
         offered = true; // a producer from its first real attempt, even one that times out
         boolean sent = false;
         try {
-            sent = queue.offer(new Encoded(message), timeout, unit);
+            sent = queue.offer(message, timeout, unit);
             return sent;
         } finally {
             if (!sent) {
-                refshare.sharing().cancel(message);
+                message.cancel();
             }
+            message.done();
         }
     }
 
@@ -205,13 +216,13 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensors} or one of them is null
      */
     public void putAll(List<Tensor> tensors) throws InterruptedException {
-        List<Encoded> messages = new ArrayList<>(tensors.size());
+        List<Message> messages = new ArrayList<>(tensors.size());
         try {
             for (Tensor t : tensors) {
-                messages.add(new Encoded(refshare.shareDescriptor(Objects.requireNonNull(t, "tensor"))));
+                messages.add(share(Objects.requireNonNull(t, "tensor")));
             }
         } catch (RuntimeException e) {
-            messages.forEach(m -> refshare.sharing().cancel(m.descriptor()));
+            messages.forEach(Message::cancel);
             throw e;
         }
         offered = true;
@@ -225,13 +236,73 @@ public final class ShareQueue implements AutoCloseable {
             }
         } finally {
             for (int i = sent; i < messages.size(); i++) {
-                refshare.sharing().cancel(messages.get(i).descriptor());
+                messages.get(i).cancel();
             }
+            messages.forEach(Message::done);
         }
     }
 
-    /** A descriptor encoded straight into the queue's cell. */
-    private record Encoded(Descriptor descriptor) implements Outgoing {
+    /** Counts one reference to {@code tensor}'s memory for a message of this queue. */
+    private Message share(Tensor tensor) {
+        return tensor.storage().backend() == Backend.HOST ? new HostMessage().share(refshare, tensor)
+                : new DescribedMessage(refshare.sharing(), refshare.shareDescriptor(tensor));
+    }
+
+    /** A message counted for a put, written straight into the queue's cell; one never queued is cancelled. */
+    private sealed interface Message extends Outgoing permits HostMessage, DescribedMessage {
+        void cancel();
+
+        /** The message is queued or cancelled: it lets go of what it referred to. */
+        void done();
+    }
+
+    /**
+     * Host memory: written from the storage and the token, with no descriptor object in
+     * between. A single put reuses its thread's instance, so that a put allocates nothing
+     * whatever the compiler's escape analysis decides.
+     */
+    private static final class HostMessage implements Message {
+        static final ThreadLocal<HostMessage> OF_THIS_THREAD = ThreadLocal.withInitial(HostMessage::new);
+        private Sharing sharing;
+        private Storage storage;
+        private TensorLayout layout;
+        private long token;
+
+        HostMessage share(Refshare refshare, Tensor tensor) {
+            Sharing s = refshare.sharing();
+            Storage st = tensor.storage();
+            token = s.shareHost(st, tensor.layout()); // first: nothing is kept when it fails
+            sharing = s;
+            storage = st;
+            layout = tensor.layout();
+            return this;
+        }
+
+        @Override
+        public int byteSize() {
+            return sharing.encodedSize(storage, layout, token);
+        }
+
+        @Override
+        public void writeTo(MemorySegment cell, long offset) {
+            sharing.encode(storage, layout, token, cell, offset);
+        }
+
+        @Override
+        public void cancel() {
+            sharing.cancel(storage, token);
+        }
+
+        @Override
+        public void done() {
+            sharing = null;
+            storage = null;
+            layout = null;
+        }
+    }
+
+    /** Device memory: its descriptor carries this message's own event. */
+    private record DescribedMessage(Sharing sharing, Descriptor descriptor) implements Message {
         @Override
         public int byteSize() {
             return DescriptorCodec.encodedSize(descriptor);
@@ -240,6 +311,16 @@ public final class ShareQueue implements AutoCloseable {
         @Override
         public void writeTo(MemorySegment cell, long offset) {
             DescriptorCodec.encode(descriptor, cell, offset);
+        }
+
+        @Override
+        public void cancel() {
+            sharing.cancel(descriptor);
+        }
+
+        @Override
+        public void done() {
+            // immutable: nothing to let go of
         }
     }
 
@@ -298,7 +379,7 @@ public final class ShareQueue implements AutoCloseable {
                 // received while the message is still claimed in the queue: if this process dies
                 // before taking the reference, another consumer gets the message; after, the
                 // reference is attributed to this process and reclaimed by the producer
-                return queue.poll(Math.max(0, left), TimeUnit.NANOSECONDS, refshare::receive);
+                return queue.poll(Math.max(0, left), TimeUnit.NANOSECONDS, receiving);
             } catch (QueueClosedException | ResourceLimitException e) {
                 throw e; // the end of the stream, or a message given back: not a rejection
             } catch (RefshareException e) {
@@ -342,9 +423,9 @@ public final class ShareQueue implements AutoCloseable {
             throw new IllegalStateException("the Refshare of this queue handle is closed: it can receive nothing");
         }
         int[] skipped = new int[1];
-        int taken = queue.pollAvailable(max, bytes -> {
+        int taken = queue.pollAvailable(max, (cell, offset, length) -> {
             try {
-                return refshare.receive(bytes);
+                return refshare.receive(cell, offset, length);
             } catch (ResourceLimitException | IllegalStateException cannotTakeNow) {
                 throw cannotTakeNow; // given back to the queue
             } catch (RefshareException e) {

@@ -8,11 +8,12 @@ import io.refshare.share.Storage;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.Locale;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A typed, shaped view ({@link TensorLayout}) over a block of memory: host shared memory,
@@ -51,10 +52,27 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link UnsupportedOperationException}; copy it through {@link Refshare#cuda()}.
  */
 public final class Tensor implements AutoCloseable {
+    private static final VarHandle STATE;
+    /** The state of a closed tensor. */
+    private static final Object CLOSED = new Object();
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(Tensor.class, "state", Object.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final Storage storage;
     private final TensorLayout layout;
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final LeakDetector.Watch leakWatch;
+    /** Set once, by the one {@link #close()} that releases the reference. */
+    /**
+     * While open, null or the {@link LeakDetector.Watch} on this tensor; {@link #CLOSED} once
+     * closed. One field for both: a received tensor is the one object its message leaves behind,
+     * and this keeps it at 24 bytes.
+     */
+    private volatile Object state;
 
     /**
      * Wraps a storage reference the caller hands over (it is released on {@link #close()}).
@@ -67,7 +85,8 @@ public final class Tensor implements AutoCloseable {
         layout.checkFits(storage.byteSize());
         this.storage = storage;
         this.layout = layout;
-        this.leakWatch = storage.isMapping() ? LeakDetector.watch(this, storage::release, storage.byteSize()) : null;
+        this.state = storage.isMapping() && LeakDetector.sample()
+                ? LeakDetector.watch(this, storage::release, storage.byteSize()) : null;
     }
 
     /**
@@ -166,7 +185,9 @@ public final class Tensor implements AutoCloseable {
 
     private MemorySegment bytesOf(MemorySegment memory) {
         long start = layout.byteOffset();
-        return memory.asSlice(start, layout.byteSpan() - start);
+        long length = layout.byteSpan() - start;
+        // a tensor over its whole block (the common case) needs no slice object of its own
+        return start == 0 && length == memory.byteSize() ? memory : memory.asSlice(start, length);
     }
 
     /**
@@ -402,7 +423,7 @@ public final class Tensor implements AutoCloseable {
      *         to was closed
      */
     public boolean isClosed() {
-        return closed.get() || storage.isDetached();
+        return state == CLOSED || storage.isDetached();
     }
 
     /**
@@ -412,9 +433,10 @@ public final class Tensor implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            if (leakWatch != null) {
-                leakWatch.closed();
+        Object was = STATE.getAndSet(this, CLOSED);
+        if (was != CLOSED) {
+            if (was instanceof LeakDetector.Watch watch) {
+                watch.closed();
             }
             if (!storage.isDetached()) {
                 storage.release();
@@ -423,7 +445,7 @@ public final class Tensor implements AutoCloseable {
     }
 
     private void ensureOpen() {
-        if (closed.get()) {
+        if (state == CLOSED) {
             throw new IllegalStateException("tensor is closed");
         }
         if (storage.isDetached()) {

@@ -152,22 +152,27 @@ final class QueueCells {
     }
 
     /**
-     * Copies out the message of a position this participant holds in READING (the cell
-     * stays claimed: {@link #freeCell} or {@link #giveBack} it after).
+     * The length of the message of a position this participant holds in READING.
      *
      * @throws InvalidDataException when the cell states an impossible length
      */
-    byte[] copyOut(long position) {
-        long cell = cellOffset(position);
-        int length = mem.get(LE_INT, cell + CELL_LENGTH_FIELD);
+    int messageLength(long position) {
+        int length = mem.get(LE_INT, cellOffset(position) + CELL_LENGTH_FIELD);
         if (length < 0 || length > geometry.maxMessageBytes()) {
             throw new InvalidDataException("queue " + file + ": the message at position " + position + " claims "
                     + length + " bytes, cells hold at most " + geometry.maxMessageBytes()
                     + "; a corrupt or hostile writer. The cell was skipped");
         }
-        byte[] message = new byte[length];
-        MemorySegment.copy(mem, ValueLayout.JAVA_BYTE, cell + CELL_PAYLOAD, message, 0, length);
-        return message;
+        return length;
+    }
+
+    /**
+     * Reads the message of a position this participant holds in READING, of the
+     * {@link #messageLength} checked before, in place with {@code reader} (the cell stays
+     * claimed: {@link #freeCell} or {@link #giveBack} it after).
+     */
+    <T> T read(long position, int length, Incoming<T> reader) {
+        return reader.readFrom(mem, cellOffset(position) + CELL_PAYLOAD, length);
     }
 
     /** Frees the cell of a position read (or abandoned) for the position a lap later. */

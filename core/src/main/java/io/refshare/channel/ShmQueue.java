@@ -17,7 +17,6 @@ import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
-import java.util.function.Function;
 
 import static io.refshare.channel.ShmQueueLayout.*;
 
@@ -72,7 +71,6 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * </ul>
  */
 public final class ShmQueue implements AutoCloseable {
-    private static final Function<byte[], byte[]> AS_IS = m -> m;
     static final long SWEEP_INTERVAL_MILLIS = 100;
     private static final long SWEEP_INTERVAL_NANOS = SWEEP_INTERVAL_MILLIS * 1_000_000L;
     /** The longest sleep on a futex before a waiter looks again (repairs, deadlines, a missed wake-up). */
@@ -308,15 +306,15 @@ public final class ShmQueue implements AutoCloseable {
         try {
             recordRole(ROLE_CONSUMER);
             long now = System.nanoTime();
-            byte[] m = tryPoll(AS_IS, now);
+            byte[] m = tryPoll(Incoming.COPY, now);
             if (m != null) {
                 return m;
             }
             Recovery.Adopted adopted = maybeSweep(Recovery.Role.CONSUMER);
             if (adopted != null) {
-                return deliver(adopted.position(), AS_IS);
+                return deliver(adopted.position(), Incoming.COPY);
             }
-            m = tryPoll(AS_IS, now);
+            m = tryPoll(Incoming.COPY, now);
             if (m == null) {
                 maybeCheckProducers();
             }
@@ -335,7 +333,7 @@ public final class ShmQueue implements AutoCloseable {
      *         again), or the file's cells were overwritten by someone else
      */
     public byte[] poll(long timeout, TimeUnit unit) throws InterruptedException {
-        return poll(timeout, unit, AS_IS);
+        return poll(timeout, unit, Incoming.COPY);
     }
 
     /**
@@ -352,7 +350,7 @@ public final class ShmQueue implements AutoCloseable {
      * @return what {@code whileClaimed} returned, or null if no message came within the timeout
      * @throws ProducersGoneException once the queue is empty and every producer is dead
      */
-    public <T> T poll(long timeout, TimeUnit unit, Function<byte[], T> whileClaimed) throws InterruptedException {
+    public <T> T poll(long timeout, TimeUnit unit, Incoming<T> whileClaimed) throws InterruptedException {
         long start = System.nanoTime();
         long deadline = start + Math.max(0, unit.toNanos(timeout));
         enter();
@@ -417,7 +415,7 @@ public final class ShmQueue implements AutoCloseable {
      *
      * @return how many were handed to {@code whileClaimed} and then to {@code sink}
      */
-    public <T> int pollAvailable(int max, Function<byte[], T> whileClaimed, Consumer<T> sink) {
+    public <T> int pollAvailable(int max, Incoming<T> whileClaimed, Consumer<T> sink) {
         enter();
         try {
             recordRole(ROLE_CONSUMER);
@@ -485,11 +483,11 @@ public final class ShmQueue implements AutoCloseable {
                 byte[] m = null;
                 try {
                     if (h >= 0) {
-                        m = deliver(h, AS_IS);
+                        m = deliver(h, Incoming.COPY);
                     } else {
                         Recovery.Adopted adopted = sweepNow(Recovery.Role.CONSUMER);
                         if (adopted != null) {
-                            m = deliver(adopted.position(), AS_IS);
+                            m = deliver(adopted.position(), Incoming.COPY);
                         } else if (h == QueueCells.CLOSED || !cells.isClosed()) {
                             return drained;
                         } else {
@@ -622,13 +620,13 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     /**
-     * Copies out the message of a position this handle holds in READING and frees the cell,
-     * whatever happens: an impossible length is rejected (and counted), never left blocking
+     * Reads the message of a position this handle holds in READING, in place with
+     * {@code whileClaimed}, and frees the cell whatever happens: an impossible length is rejected (and counted), never left blocking
      * the queue. A {@link ResourceLimitException} from {@code whileClaimed} (this process is out
      * of a fixed resource) or an {@link IllegalStateException} (it can no longer receive: its
      * context closed) gives the message back to the queue instead, for another consumer.
      */
-    <T> T deliver(long position, Function<byte[], T> whileClaimed) {
+    <T> T deliver(long position, Incoming<T> whileClaimed) {
         T result;
         try {
             result = deliverQuietly(position, whileClaimed);
@@ -643,17 +641,17 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     /** {@link #deliver} without the counts and the producers' wake-up: the batch pays those once. */
-    private <T> T deliverQuietly(long position, Function<byte[], T> whileClaimed) {
+    private <T> T deliverQuietly(long position, Incoming<T> whileClaimed) {
         boolean givenBack = false;
         try {
-            byte[] message;
+            int length;
             try {
-                message = cells.copyOut(position);
+                length = cells.messageLength(position);
             } catch (InvalidDataException rejected) {
                 participants.countRejected();
                 throw rejected;
             }
-            return whileClaimed.apply(message);
+            return cells.read(position, length, whileClaimed);
         } catch (ResourceLimitException | IllegalStateException cannotTakeNow) {
             if (cells.giveBack(position)) {
                 notEmpty.signal();
@@ -712,7 +710,7 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
-    private <T> T awaitMessage(long start, long deadline, Function<byte[], T> whileClaimed)
+    private <T> T awaitMessage(long start, long deadline, Incoming<T> whileClaimed)
             throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
@@ -816,7 +814,7 @@ public final class ShmQueue implements AutoCloseable {
         return true;
     }
 
-    private <T> T tryPoll(Function<byte[], T> whileClaimed, long deadline) {
+    private <T> T tryPoll(Incoming<T> whileClaimed, long deadline) {
         long h = cells.claimReadable(deadline);
         if (h == QueueCells.EMPTY) {
             return null;

@@ -75,16 +75,21 @@ public final class LeakDetector {
     }
 
     /**
-     * Starts watching {@code tensor} if this one is sampled; {@code release} gives its
-     * reference back if it leaks (it must not refer to the tensor). Returns null when not watched.
+     * Whether the next tensor is to be watched: by the level, and when sampled by a
+     * thread-local draw, not a shared counter (threads acquiring from one holder would contend
+     * on the counter's cache line for every tensor). Asked before {@link #watch}, so that a
+     * tensor not watched costs no release action either.
+     */
+    public static boolean sample() {
+        return LEVEL == Level.PARANOID
+                || (LEVEL == Level.SAMPLED && ThreadLocalRandom.current().nextInt(SAMPLING_INTERVAL) == 0);
+    }
+
+    /**
+     * Watches {@code tensor} (one {@link #sample()} chose); {@code release} gives its reference
+     * back if it leaks (it must not refer to the tensor).
      */
     public static Watch watch(Object tensor, Runnable release, long length) {
-        // a thread-local draw, not a shared counter: threads acquiring from one holder would
-        // contend on the counter's cache line for every tensor
-        if (LEVEL == Level.DISABLED
-                || (LEVEL == Level.SAMPLED && ThreadLocalRandom.current().nextInt(SAMPLING_INTERVAL) != 0)) {
-            return null;
-        }
         Watch w = new Watch(new Throwable("made here"), release, length);
         w.cleanable = CLEANER.register(tensor, w);
         return w;

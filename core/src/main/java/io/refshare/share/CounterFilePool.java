@@ -7,6 +7,7 @@ import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -34,14 +35,17 @@ final class CounterFilePool {
     /** A counter file of ours and what we know of it without trusting its contents. */
     private static final class OwnFile {
         final CounterFile file;
+        /** Its index in {@link #byId}, the high half of its tokens. */
+        final int id;
         /** Tokens handed out and not yet seen back. */
         int outstanding;
         /** Its last slot was handed out: no more will be. */
         boolean retired;
         volatile boolean damaged;
 
-        OwnFile(CounterFile file) {
+        OwnFile(CounterFile file, int id) {
             this.file = file;
+            this.id = id;
         }
     }
 
@@ -50,6 +54,13 @@ final class CounterFilePool {
     private final int peersPerFile;
     private final Map<CounterFile, OwnFile> files = new ConcurrentHashMap<>();
     private final Map<String, OwnFile> byName = new ConcurrentHashMap<>();
+    /**
+     * The files by id; an id is used again once its file is gone. Safe: a file goes only when
+     * every token of it was seen back, and whoever saw a token back drops it, so no token of a
+     * gone file is held anywhere. Replaced (never written in place once published) under the
+     * lock, read without it.
+     */
+    private volatile OwnFile[] byId = new OwnFile[4];
     private OwnFile current;
     /** The file the collector sleeps on: it must stay mapped until the collector wakes. */
     private CounterFile pinned;
@@ -63,10 +74,12 @@ final class CounterFilePool {
     }
 
     /**
-     * A token for the block of range tag {@code tag}. A current file found damaged is
-     * quarantined and a fresh one used; only when a fresh file fails too does this throw.
+     * A token for the block of range tag {@code tag}: its file's id in the high half, its
+     * slot in the low half (see {@link #file} and {@link #slot}), a number rather than an
+     * object because a token is handed out with every message. A current file found damaged
+     * is quarantined and a fresh one used; only when a fresh file fails too does this throw.
      */
-    synchronized Token handOut(int tag) {
+    synchronized long handOut(int tag) {
         RefshareException failure = null;
         for (int fresh = 0; fresh < 2; ) {
             if (current == null) {
@@ -82,7 +95,7 @@ final class CounterFilePool {
                         f.retired = true;
                         current = null; // the next token starts a new file
                     }
-                    return new Token(f.file, slot, tag);
+                    return (long) f.id << 32 | slot;
                 }
                 f.retired = true;
                 current = null;
@@ -95,10 +108,43 @@ final class CounterFilePool {
     }
 
     private OwnFile open() {
-        OwnFile f = new OwnFile(CounterFile.create(directory, slotsPerFile, peersPerFile));
+        OwnFile f = new OwnFile(CounterFile.create(directory, slotsPerFile, peersPerFile), freeId());
+        OwnFile[] ids = byId.clone();
+        ids[f.id] = f;
+        byId = ids;
         files.put(f.file, f);
         byName.put(f.file.name(), f);
         return f;
+    }
+
+    private int freeId() {
+        OwnFile[] ids = byId;
+        for (int i = 0; i < ids.length; i++) {
+            if (ids[i] == null) {
+                return i;
+            }
+        }
+        byId = Arrays.copyOf(ids, 2 * ids.length);
+        return ids.length;
+    }
+
+    private void forget(OwnFile f) {
+        files.remove(f.file);
+        byName.remove(f.file.name());
+        OwnFile[] ids = byId.clone();
+        ids[f.id] = null;
+        byId = ids;
+    }
+
+    /** The counter file of a token of ours; null once the pool is closed. */
+    CounterFile file(long token) {
+        OwnFile f = byId[(int) (token >>> 32)];
+        return f == null ? null : f.file;
+    }
+
+    /** The slot of a token of ours. */
+    static int slot(long token) {
+        return (int) token;
     }
 
     /**
@@ -107,8 +153,8 @@ final class CounterFilePool {
      * back is removed). Never true for a token of a quarantined file, nor for one of a file
      * found damaged by this very check.
      */
-    boolean isReturned(Token token) {
-        OwnFile f = files.get(token.file());
+    boolean isReturned(long token, int tag) {
+        OwnFile f = byId[(int) (token >>> 32)];
         if (f == null) {
             return true; // the pool was closed; the file is gone already
         }
@@ -117,7 +163,7 @@ final class CounterFilePool {
         }
         boolean back;
         try {
-            back = token.file().isReturned(token.slot(), token.tag());
+            back = f.file.isReturned(slot(token), tag);
         } catch (RuntimeException | InternalError e) {
             synchronized (this) {
                 quarantine(f, e);
@@ -135,8 +181,7 @@ final class CounterFilePool {
             return;
         }
         if (--f.outstanding == 0 && f.retired) {
-            files.remove(f.file);
-            byName.remove(f.file.name());
+            forget(f);
             f.file.unlink();
             if (f.file == pinned) {
                 pinnedIsDone = true;
@@ -278,6 +323,7 @@ final class CounterFilePool {
         List<OwnFile> all = new ArrayList<>(files.values());
         files.clear();
         byName.clear();
+        byId = new OwnFile[byId.length]; // every token counts as back
         current = null;
         for (OwnFile f : all) {
             f.file.unlink();

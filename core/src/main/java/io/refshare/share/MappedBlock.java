@@ -16,15 +16,13 @@ abstract sealed class MappedBlock extends Storage permits ReceivedBlock, ViewedB
     private final long length;
     /** The host bytes, read-only (another process's memory); null for device memory. */
     private final MemorySegment bytes;
-    private final MemorySegment writableBytes;
 
     MappedBlock(Sharing sharing, ReceivedSegment segment, long offset, long length) {
         super(sharing);
         this.segment = segment;
         this.offset = offset;
         this.length = length;
-        this.writableBytes = segment.backend() == Backend.HOST ? segment.hostMemory().asSlice(offset, length) : null;
-        this.bytes = writableBytes == null ? null : writableBytes.asReadOnly();
+        this.bytes = segment.backend() == Backend.HOST ? segment.readOnlyHostMemory().asSlice(offset, length) : null;
     }
 
     @Override
@@ -39,7 +37,7 @@ abstract sealed class MappedBlock extends Storage permits ReceivedBlock, ViewedB
     @Override
     final MemorySegment writableBytes() {
         bytes();
-        return writableBytes;
+        return segment.hostMemory().asSlice(offset, length);
     }
 
     @Override

@@ -13,7 +13,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -32,13 +31,19 @@ import java.util.Map;
  * segment's memory alive for long.
  */
 final class ReceiveCache {
+    private static final byte[] NO_HANDLE = new byte[0];
+
     /** A segment mapped in this process and the number of open blocks that use it. */
     static final class Mapping implements ReceivedSegment {
         private final ShmFile file;
+        private final MemorySegment readOnly;
         private int users;
+        /** When it last became idle, on the cache's clock; meaningless while it has users. */
+        private long idleSince;
 
         Mapping(ShmFile file) {
             this.file = file;
+            this.readOnly = file.segment().asReadOnly();
         }
 
         ShmFile file() {
@@ -66,13 +71,18 @@ final class ReceiveCache {
         }
 
         @Override
+        public MemorySegment readOnlyHostMemory() {
+            return readOnly;
+        }
+
+        @Override
         public long deviceAddress() {
             throw new UnsupportedOperationException("segment " + file.name() + " is host memory");
         }
 
         @Override
         public byte[] memoryHandle() {
-            return new byte[0];
+            return NO_HANDLE;
         }
     }
 
@@ -90,8 +100,10 @@ final class ReceiveCache {
     static final int MAX_IDLE_SEGMENTS = 64;
 
     private final Map<String, Mapping> segments = new HashMap<>();
-    /** Mapped segments no open block uses, least recently used first. */
-    private final LinkedHashMap<String, Mapping> idle = new LinkedHashMap<>();
+    /** Mapped segments no open block uses. */
+    private int idle;
+    /** Counts the times a segment became idle: orders them for eviction, least recently used first. */
+    private long clock;
     private final Map<String, OpenCounters> counters = new HashMap<>();
 
     ReceiveCache(ShmDirectory directory) {
@@ -138,65 +150,75 @@ final class ReceiveCache {
             throw new InvalidDataException("segment " + name + " is " + m.file.size() + " bytes, the descriptor says "
                     + expectedSize);
         }
-        if (m.users++ == 0) {
-            idle.remove(name);
+        if (m.users++ == 0 && m.idleSince > 0) {
+            idle--;
         }
         return m;
     }
 
-    /** Releases a received token and drops one user of its mapping. */
-    void release(Token token, Mapping mapping) {
+    /** Releases a received token (the {@code slot} of {@code counters}) and drops one user of its mapping. */
+    void release(CounterFile counters, int slot, Mapping mapping) {
         try {
-            releaseToken(token);
+            releaseToken(counters, slot);
         } finally {
             unmapSegment(mapping);
         }
     }
 
     /** Releases a received token whose memory this cache did not map (device memory). */
-    void releaseToken(Token token) {
+    void releaseToken(CounterFile counters, int slot) {
         try {
             Events.Release event = new Events.Release();
             if (event.shouldCommit()) {
-                event.counterFile = token.file().name();
-                event.slot = token.slot();
+                event.counterFile = counters.name();
+                event.slot = slot;
                 event.commit();
             }
             boolean released;
             try {
-                released = token.file().release(token.slot());
+                released = counters.release(slot);
             } catch (RuntimeException | InternalError e) {
                 // the sender's file was truncated or broken by another process: nothing to give back
-                LOG.log(System.Logger.Level.WARNING, "cannot release token " + token.slot() + " of " + token.file()
+                LOG.log(System.Logger.Level.WARNING, "cannot release token " + slot + " of " + counters
                         + ": the file is damaged", e);
                 return;
             }
             if (!released) {
                 // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
-                LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process",
-                        token.slot(), token.file());
+                LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
+                        counters);
             }
         } finally {
             synchronized (this) {
-                dropToken(token.file());
+                dropToken(counters);
             }
         }
     }
 
     synchronized void unmapSegment(Mapping m) {
         if (--m.users == 0) {
-            idle.put(m.file.name(), m);
-            if (idle.size() > MAX_IDLE_SEGMENTS) {
-                unmap(idle.firstEntry().getValue());
+            m.idleSince = ++clock; // no allocation: a segment goes idle and back with every message
+            if (++idle > MAX_IDLE_SEGMENTS) {
+                unmap(leastRecentlyIdle());
             }
         }
+    }
+
+    private Mapping leastRecentlyIdle() {
+        Mapping oldest = null;
+        for (Mapping m : segments.values()) {
+            if (m.users == 0 && (oldest == null || m.idleSince < oldest.idleSince)) {
+                oldest = m;
+            }
+        }
+        return oldest;
     }
 
     /** Unmaps the idle segments whose sender removed the file; returns how many. */
     synchronized int dropIdleRemoved() {
         int dropped = 0;
-        for (Mapping m : List.copyOf(idle.values())) {
-            if (!Files.exists(m.file.path(), LinkOption.NOFOLLOW_LINKS)) {
+        for (Mapping m : List.copyOf(segments.values())) {
+            if (m.users == 0 && !Files.exists(m.file.path(), LinkOption.NOFOLLOW_LINKS)) {
                 unmap(m);
                 dropped++;
             }
@@ -204,8 +226,9 @@ final class ReceiveCache {
         return dropped;
     }
 
+    /** Unmaps an idle segment. */
     private void unmap(Mapping m) {
-        idle.remove(m.file.name());
+        idle--;
         segments.remove(m.file.name());
         m.file.close();
     }
@@ -263,7 +286,7 @@ final class ReceiveCache {
         segments.values().forEach(m -> m.file.close());
         counters.values().forEach(c -> c.file.close());
         segments.clear();
-        idle.clear();
+        idle = 0;
         counters.clear();
         return released;
     }

@@ -1,5 +1,7 @@
 package io.refshare.share;
 
+import io.refshare.counter.CounterFile;
+
 /**
  * A block another process shared with this one: a token this process holds, and a view
  * into the sender's segment, mapped (host) or opened (device) once per process however many
@@ -10,16 +12,19 @@ package io.refshare.share;
  * name) and the release still succeeds quietly.
  */
 public final class ReceivedBlock extends MappedBlock {
-    private final Token token;
+    /** The token this process holds: a slot of the sender's counter file. */
+    private final CounterFile counters;
+    private final int slot;
 
-    ReceivedBlock(Sharing sharing, Token token, ReceivedSegment segment, long offset, long length) {
+    ReceivedBlock(Sharing sharing, CounterFile counters, int slot, ReceivedSegment segment, long offset, long length) {
         super(sharing, segment, offset, length);
-        this.token = token;
+        this.counters = counters;
+        this.slot = slot;
     }
 
     @Override
     void dispose() {
-        sharing.releaseReceived(this, token, segment);
+        sharing.releaseReceived(this, counters, slot, segment);
     }
 
     @Override

@@ -27,6 +27,16 @@ public interface ReceivedSegment {
     MemorySegment hostMemory();
 
     /**
+     * {@link #hostMemory()}, read-only: what received blocks slice their bytes from (one
+     * object per block, not two).
+     *
+     * @throws UnsupportedOperationException for device memory
+     */
+    default MemorySegment readOnlyHostMemory() {
+        return hostMemory().asReadOnly();
+    }
+
+    /**
      * The segment's start address in this process, for device memory.
      *
      * @throws UnsupportedOperationException for host memory

@@ -1,34 +1,48 @@
 package io.refshare.share;
 
-import java.util.ArrayList;
-import java.util.List;
+import io.refshare.counter.RangeTag;
+
+import java.util.Arrays;
 
 /**
- * The sender's record of a shared storage: the tokens it handed out for it. While any
- * token is live (in flight or held), the storage must stay; once the sender drops the
+ * The sender's record of a shared storage: the tokens it handed out for it (as
+ * {@link CounterFilePool} numbers them), all bound to the storage's one range tag. While
+ * any token is live (in flight or held), the storage must stay; once the sender drops the
  * storage it waits in the {@link Limbo} until {@link #prune()} finds no live token.
  *
  * <p>Released tokens are pruned as more are added, so a buffer sent a million times
- * keeps only its live tokens here.
+ * keeps only its live tokens here, in an array that stops growing: recording a token
+ * allocates nothing in steady state.
  */
 final class SentBlock {
     private final Storage storage;
-    private final List<Token> tokens = new ArrayList<>(2);
+    /** The range tag every token of this storage was handed out for. */
+    private final int tag;
+    private long[] tokens = new long[2];
+    private int size;
     private int pruneAt = 64;
 
     SentBlock(Storage storage) {
         this.storage = storage;
+        this.tag = RangeTag.of(storage.segmentOffset(), storage.byteSize(), storage.segmentName());
     }
 
     Storage storage() {
         return storage;
     }
 
-    synchronized void add(Token token) {
-        tokens.add(token);
-        if (tokens.size() >= pruneAt) {
+    int tag() {
+        return tag;
+    }
+
+    synchronized void add(long token) {
+        if (size == tokens.length) {
+            tokens = Arrays.copyOf(tokens, 2 * size);
+        }
+        tokens[size++] = token;
+        if (size >= pruneAt) {
             prune();
-            pruneAt = Math.max(64, 2 * tokens.size());
+            pruneAt = Math.max(64, 2 * size);
         }
     }
 
@@ -38,14 +52,14 @@ final class SentBlock {
      * see {@link CounterFilePool}).
      */
     synchronized int prune() {
+        CounterFilePool files = storage.sharing.counterFiles();
         int live = 0;
-        for (int i = 0; i < tokens.size(); i++) {
-            Token t = tokens.get(i);
-            if (!storage.sharing.counterFiles().isReturned(t)) {
-                tokens.set(live++, t);
+        for (int i = 0; i < size; i++) {
+            if (!files.isReturned(tokens[i], tag)) {
+                tokens[live++] = tokens[i];
             }
         }
-        tokens.subList(live, tokens.size()).clear();
+        size = live;
         return live;
     }
 

@@ -14,7 +14,9 @@ import io.refshare.shm.ShmDirectory;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
+import io.refshare.wire.DescriptorCodec;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -164,26 +166,73 @@ public final class Sharing implements AutoCloseable {
             Backend backend = storage.backend();
             // device ordering first: if it fails, no token has been handed out
             byte[] event = backend == Backend.CUDA ? device().orderForSend(storage) : NO_EVENT;
-            // binds the token to this block's exact range, as the descriptor will carry it
-            Token token = counterFiles.handOut(RangeTag.of(storage.segmentOffset(), storage.byteSize(),
-                    storage.segmentName()));
-            storage.sentBlock().add(token);
-            shared.increment();
-            Events.Send sent = new Events.Send();
-            if (sent.shouldCommit()) {
-                sent.segment = storage.segmentName();
-                sent.offset = storage.segmentOffset();
-                sent.length = storage.byteSize();
-                sent.counterFile = token.file().name();
-                sent.slot = token.slot();
-                sent.commit();
-            }
+            long token = handOut(storage);
             return new Descriptor(backend, storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
-                    storage.byteSize(), storage.memoryHandle(), token.file().name(), token.slot(), event, layout,
-                    self.pid(), self.startTicks());
+                    storage.byteSize(), storage.memoryHandle(), counterFiles.file(token).name(),
+                    CounterFilePool.slot(token), event, layout, self.pid(), self.startTicks());
         } finally {
             storage.release();
         }
+    }
+
+    /**
+     * {@link #share} of host memory for a transport that writes the message at once, with no
+     * descriptor object: answers the message's token, and {@link #encode} writes the message.
+     * A message never delivered goes back with {@link #cancel(Storage, long)}.
+     *
+     * @throws IllegalArgumentException for device memory (its messages carry an event: use {@link #share})
+     */
+    public long shareHost(Storage storage, TensorLayout layout) {
+        if (storage.backend() != Backend.HOST) {
+            throw new IllegalArgumentException(storage + " is device memory");
+        }
+        ensureOpen();
+        layout.checkFits(storage.byteSize());
+        storage.retain();
+        try {
+            return handOut(storage);
+        } finally {
+            storage.release();
+        }
+    }
+
+    /** Bytes {@link #encode} writes for the message of {@code token}. */
+    public int encodedSize(Storage storage, TensorLayout layout, long token) {
+        return DescriptorCodec.encodedHostSize(storage.segmentName(), counterFiles.file(token).name(), layout);
+    }
+
+    /**
+     * Writes the message of {@code token} ({@link #shareHost}) at {@code offset} of {@code dst}:
+     * the encoding {@link #share} would have described.
+     */
+    public void encode(Storage storage, TensorLayout layout, long token, MemorySegment dst, long offset) {
+        DescriptorCodec.encodeHost(storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
+                storage.byteSize(), counterFiles.file(token).name(), CounterFilePool.slot(token), layout, self.pid(),
+                self.startTicks(), dst, offset);
+    }
+
+    /** Returns the reference of a message of {@link #shareHost} that was never delivered. */
+    public boolean cancel(Storage storage, long token) {
+        return cancel(counterFiles.file(token), CounterFilePool.slot(token), storage.sentBlock().tag());
+    }
+
+    /** Hands out a token for {@code storage} and records it as sent. */
+    private long handOut(Storage storage) {
+        // binds the token to this block's exact range, as the descriptor will carry it
+        SentBlock sent = storage.sentBlock();
+        long token = counterFiles.handOut(sent.tag());
+        sent.add(token);
+        shared.increment();
+        Events.Send event = new Events.Send();
+        if (event.shouldCommit()) {
+            event.segment = storage.segmentName();
+            event.offset = storage.segmentOffset();
+            event.length = storage.byteSize();
+            event.counterFile = counterFiles.file(token).name();
+            event.slot = CounterFilePool.slot(token);
+            event.commit();
+        }
+        return token;
     }
 
     /**
@@ -201,12 +250,20 @@ public final class Sharing implements AutoCloseable {
      * @throws RefshareException when the message was already received or returned, or a file is unusable
      */
     public ReceivedBlock receive(Descriptor d) {
+        return receive(d, d.slot());
+    }
+
+    /**
+     * {@link #receive(Descriptor)} of the token in {@code slot} of a message of the block
+     * {@code d} describes ({@code d}'s own slot is not looked at): a receiver's memo keeps one
+     * descriptor per block, whatever slot each message carries.
+     */
+    public ReceivedBlock receive(Descriptor d, int slot) {
         ensureOpen();
         // the device half first: a process without a driver refuses before anything is taken
         DeviceSharing dev = d.backend() == Backend.CUDA ? device() : null;
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
         int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
-        Token token = new Token(counters, d.slot(), tag);
         ReceivedSegment mapping = null;
         boolean claimed = false;
         try {
@@ -218,14 +275,14 @@ public final class Sharing implements AutoCloseable {
                 // device memory is claimed before it is opened: while the token is ours the sender cannot
                 // free the allocation nor destroy the event, so a stale descriptor (returned, received, its
                 // block freed) never opens either. A descriptor refused after the claim gives the token back.
-                claimOrThrow(counters, d.slot(), tag);
+                claimOrThrow(counters, slot, tag);
                 claimed = true;
                 mapping = dev.open(d);
             } else {
                 // host memory outlives its sender: everything is checked and mapped before the token is
                 // taken, so a rejected message costs no count
                 mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
-                claimOrThrow(counters, d.slot(), tag);
+                claimOrThrow(counters, slot, tag);
                 claimed = true;
             }
             received.increment();
@@ -234,10 +291,10 @@ public final class Sharing implements AutoCloseable {
                 receipt.segment = d.segmentName();
                 receipt.length = d.length();
                 receipt.senderPid = d.senderPid();
-                receipt.slot = d.slot();
+                receipt.slot = slot;
                 receipt.commit();
             }
-            return new ReceivedBlock(this, token, mapping, d.offset(), d.length());
+            return new ReceivedBlock(this, counters, slot, mapping, d.offset(), d.length());
         } catch (RuntimeException e) {
             try {
                 if (mapping != null) {
@@ -249,7 +306,7 @@ public final class Sharing implements AutoCloseable {
                 throw e;
             }
             if (claimed) {
-                receiveCache.releaseToken(token); // unholds the counters too
+                receiveCache.releaseToken(counters, slot); // unholds the counters too
             } else {
                 receiveCache.unholdCounters(counters);
             }
@@ -292,9 +349,9 @@ public final class Sharing implements AutoCloseable {
     }
 
     /** A received block is freed for good: its token goes back, its segment loses a user. */
-    void releaseReceived(ReceivedBlock block, Token token, ReceivedSegment segment) {
+    void releaseReceived(ReceivedBlock block, CounterFile counters, int slot, ReceivedSegment segment) {
         if (segment instanceof ReceiveCache.Mapping host) {
-            receiveCache.release(token, host);
+            receiveCache.release(counters, slot, host);
             return;
         }
         // device memory: our view closes before the token goes back, since the sender may free
@@ -310,13 +367,13 @@ public final class Sharing implements AutoCloseable {
         } catch (RuntimeException e) {
             // the memory may still be open here: keeping the token (until this process exits and the
             // sender reclaims it) leaks a block, returning it could let the sender free memory in use
-            receiveCache.unholdCounters(token.file());
+            receiveCache.unholdCounters(counters);
             if (failure != null) {
                 e.addSuppressed(failure);
             }
             throw e;
         }
-        receiveCache.releaseToken(token);
+        receiveCache.releaseToken(counters, slot);
         if (failure != null) {
             throw failure;
         }

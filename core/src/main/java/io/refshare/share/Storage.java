@@ -3,7 +3,8 @@ package io.refshare.share;
 import io.refshare.wire.Backend;
 
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 
 /**
  * Memory that tensors in this process point into, counted within the process: each
@@ -21,9 +22,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@link #deviceAddress()} (and the copies of {@code io.refshare.cuda.driver.CudaSharing}).
  */
 public abstract sealed class Storage permits LocalBlock, MappedBlock {
-    private final AtomicInteger references = new AtomicInteger(1);
+    private static final VarHandle REFERENCES;
+
+    static {
+        try {
+            REFERENCES = MethodHandles.lookup().findVarHandle(Storage.class, "references", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** In-process references; 0 once released for good. A field, not an AtomicInteger: one object fewer per block. */
+    private volatile int references = 1;
     final Sharing sharing;
     private volatile SentBlock sent;
+    private static final byte[] NO_HANDLE = new byte[0];
 
     Storage(Sharing sharing) {
         this.sharing = sharing;
@@ -34,7 +47,7 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
      * {@link UnsupportedOperationException} for device memory (the host cannot address it).
      */
     public final MemorySegment memory() {
-        if (references.get() <= 0) {
+        if (references <= 0) {
             throw new IllegalStateException(this + " is released");
         }
         return bytes();
@@ -84,7 +97,7 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
      * {@link UnsupportedOperationException} for host memory.
      */
     public final long deviceAddress() {
-        if (references.get() <= 0) {
+        if (references <= 0) {
             throw new IllegalStateException(this + " is released");
         }
         return address();
@@ -97,7 +110,7 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
 
     /** The IPC handle of this storage's segment, as a CUDA descriptor carries it; empty for host memory. */
     byte[] memoryHandle() {
-        return new byte[0];
+        return NO_HANDLE;
     }
 
     public abstract long byteSize();
@@ -117,27 +130,27 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
     public final Storage retain() {
         int r;
         do {
-            r = references.get();
+            r = references;
             if (r <= 0) {
                 throw new IllegalStateException(this + " is already released");
             }
-        } while (!references.compareAndSet(r, r + 1));
+        } while (!REFERENCES.compareAndSet(this, r, r + 1));
         return this;
     }
 
     /** Drops an in-process reference; the last one frees the storage or puts it in the limbo. */
     public final void release() {
-        int r = references.decrementAndGet();
+        int r = (int) REFERENCES.getAndAdd(this, -1) - 1;
         if (r == 0) {
             sharing.lastReferenceDropped(this);
         } else if (r < 0) {
-            references.incrementAndGet();
+            REFERENCES.getAndAdd(this, 1);
             throw new IllegalStateException(this + " was released more often than retained");
         }
     }
 
     public final int references() {
-        return references.get();
+        return references;
     }
 
     /** The sent-block record of this storage, created at its first share. */

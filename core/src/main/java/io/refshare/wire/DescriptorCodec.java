@@ -110,6 +110,8 @@ public final class DescriptorCodec {
     private static final int OFF_RESERVED = 17;
     private static final int RESERVED_BYTES = 3;
     private static final int OFF_SLOT = 20;
+    /** Where the slot is in an encoding: the one field in which messages of one block differ. */
+    static final int SLOT_OFFSET = OFF_SLOT;
     private static final int OFF_SEGMENT_SIZE = 24;
     private static final int OFF_OFFSET = 32;
     private static final int OFF_LENGTH = 40;
@@ -119,7 +121,7 @@ public final class DescriptorCodec {
 
     // for encoding, through the caller's segment at any offset: hence unaligned
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
     // decoding reads a private byte[] copy; these views are the JIT's fastest path for it
@@ -134,15 +136,25 @@ public final class DescriptorCodec {
 
     /** Bytes {@link #encode} writes for {@code d}. */
     public static int encodedSize(Descriptor d) {
-        int size = HEADER_BYTES + d.segmentName().length() + d.counterFileName().length();
-        if (d.backend() == Backend.CUDA) {
+        return encodedSize(d.segmentName(), d.counterFileName(), d.backend() == Backend.CUDA, d.hasEvent(), d.tensor());
+    }
+
+    /** Bytes {@link #encodeHost} writes for a host block with these names and tensor. */
+    public static int encodedHostSize(String segmentName, String counterFileName, TensorLayout tensor) {
+        return encodedSize(segmentName, counterFileName, false, false, tensor);
+    }
+
+    private static int encodedSize(String segmentName, String counterFileName, boolean hasMemory, boolean hasEvent,
+                                   TensorLayout tensor) {
+        int size = HEADER_BYTES + segmentName.length() + counterFileName.length();
+        if (hasMemory) {
             size += Descriptor.MEMORY_HANDLE_BYTES;
         }
-        if (d.hasEvent()) {
+        if (hasEvent) {
             size += Descriptor.EVENT_HANDLE_BYTES;
         }
-        if (d.tensor() != null) {
-            size += 2 * Long.BYTES * d.tensor().rank();
+        if (tensor != null) {
+            size += 2 * Long.BYTES * tensor.rank();
         }
         return size;
     }
@@ -161,48 +173,71 @@ public final class DescriptorCodec {
      * @throws IndexOutOfBoundsException when it does not fit; nothing is written then
      */
     public static int encode(Descriptor d, MemorySegment dst, long offset) {
-        int size = encodedSize(d);
+        return encode(d.backend(), d.segmentName(), d.segmentSize(), d.offset(), d.length(), d.memoryHandle(),
+                d.counterFileName(), d.slot(), d.eventHandle(), d.tensor(), d.senderPid(), d.senderStartTicks(),
+                dst, offset);
+    }
+
+    /**
+     * Writes the encoding of the host descriptor with these fields, as {@link #encode(Descriptor,
+     * MemorySegment, long)} writes that of {@code Descriptor.host(...)}, with no descriptor
+     * object: for a sender encoding its own block straight into a queue's cell. The fields are
+     * the sender's own (not checked again as a {@link Descriptor} checks them).
+     */
+    public static int encodeHost(String segmentName, long segmentSize, long offset, long length,
+                                 String counterFileName, int slot, TensorLayout tensor, long senderPid,
+                                 long senderStartTicks, MemorySegment dst, long at) {
+        return encode(Backend.HOST, segmentName, segmentSize, offset, length, NO_BYTES, counterFileName, slot,
+                NO_BYTES, tensor, senderPid, senderStartTicks, dst, at);
+    }
+
+    private static int encode(Backend backend, String segmentName, long segmentSize, long blockOffset, long length,
+                              byte[] memoryHandle, String counterFileName, int slot, byte[] eventHandle,
+                              TensorLayout t, long senderPid, long senderStartTicks, MemorySegment dst, long offset) {
+        boolean hasMemory = backend == Backend.CUDA;
+        boolean hasEvent = eventHandle.length > 0;
+        int size = encodedSize(segmentName, counterFileName, hasMemory, hasEvent, t);
         Objects.checkFromIndexSize(offset, size, dst.byteSize());
-        TensorLayout t = d.tensor();
-        boolean hasMemory = d.backend() == Backend.CUDA;
-        int flags = (t != null ? FLAG_TENSOR : 0) | (d.hasEvent() ? FLAG_EVENT : 0) | (hasMemory ? FLAG_MEMORY : 0);
-        MemorySegment out = dst.asSlice(offset, size);
-        out.set(I32, OFF_MAGIC, MAGIC);
-        out.set(U16, OFF_VERSION, (short) VERSION);
-        out.set(U16, OFF_FLAGS, (short) flags);
-        out.set(I32, OFF_TOTAL, size);
-        out.set(U8, OFF_BACKEND, (byte) d.backend().code());
-        out.set(U8, OFF_DTYPE, (byte) (t != null ? t.dtype().code() : 0));
-        out.set(U8, OFF_RANK, (byte) (t != null ? t.rank() : 0));
-        out.set(U8, OFF_SEGMENT_NAME_LENGTH, (byte) d.segmentName().length());
-        out.set(U8, OFF_COUNTER_NAME_LENGTH, (byte) d.counterFileName().length());
-        out.asSlice(OFF_RESERVED, RESERVED_BYTES).fill((byte) 0);
-        out.set(I32, OFF_SLOT, d.slot());
-        out.set(I64, OFF_SEGMENT_SIZE, d.segmentSize());
-        out.set(I64, OFF_OFFSET, d.offset());
-        out.set(I64, OFF_LENGTH, d.length());
-        out.set(I64, OFF_STORAGE_OFFSET, t != null ? t.storageOffset() : 0);
-        out.set(I64, OFF_SENDER_PID, d.senderPid());
-        out.set(I64, OFF_SENDER_START, d.senderStartTicks());
-        long at = HEADER_BYTES;
+        // written at offset, not through a slice: no object per message
+        int flags = (t != null ? FLAG_TENSOR : 0) | (hasEvent ? FLAG_EVENT : 0) | (hasMemory ? FLAG_MEMORY : 0);
+        dst.set(I32, offset + OFF_MAGIC, MAGIC);
+        dst.set(U16, offset + OFF_VERSION, (short) VERSION);
+        dst.set(U16, offset + OFF_FLAGS, (short) flags);
+        dst.set(I32, offset + OFF_TOTAL, size);
+        dst.set(U8, offset + OFF_BACKEND, (byte) backend.code());
+        dst.set(U8, offset + OFF_DTYPE, (byte) (t != null ? t.dtype().code() : 0));
+        dst.set(U8, offset + OFF_RANK, (byte) (t != null ? t.rank() : 0));
+        dst.set(U8, offset + OFF_SEGMENT_NAME_LENGTH, (byte) segmentName.length());
+        dst.set(U8, offset + OFF_COUNTER_NAME_LENGTH, (byte) counterFileName.length());
+        for (int i = 0; i < RESERVED_BYTES; i++) {
+            dst.set(U8, offset + OFF_RESERVED + i, (byte) 0);
+        }
+        dst.set(I32, offset + OFF_SLOT, slot);
+        dst.set(I64, offset + OFF_SEGMENT_SIZE, segmentSize);
+        dst.set(I64, offset + OFF_OFFSET, blockOffset);
+        dst.set(I64, offset + OFF_LENGTH, length);
+        dst.set(I64, offset + OFF_STORAGE_OFFSET, t != null ? t.storageOffset() : 0);
+        dst.set(I64, offset + OFF_SENDER_PID, senderPid);
+        dst.set(I64, offset + OFF_SENDER_START, senderStartTicks);
+        long at = offset + HEADER_BYTES;
         if (hasMemory) {
-            MemorySegment.copy(d.memoryHandle(), 0, out, U8, at, Descriptor.MEMORY_HANDLE_BYTES);
+            MemorySegment.copy(memoryHandle, 0, dst, U8, at, Descriptor.MEMORY_HANDLE_BYTES);
             at += Descriptor.MEMORY_HANDLE_BYTES;
         }
-        if (d.hasEvent()) {
-            MemorySegment.copy(d.eventHandle(), 0, out, U8, at, Descriptor.EVENT_HANDLE_BYTES);
+        if (hasEvent) {
+            MemorySegment.copy(eventHandle, 0, dst, U8, at, Descriptor.EVENT_HANDLE_BYTES);
             at += Descriptor.EVENT_HANDLE_BYTES;
         }
         if (t != null) {
             for (int i = 0; i < t.rank(); i++, at += Long.BYTES) {
-                out.set(I64, at, t.shape(i));
+                dst.set(I64, at, t.shape(i));
             }
             for (int i = 0; i < t.rank(); i++, at += Long.BYTES) {
-                out.set(I64, at, t.stride(i));
+                dst.set(I64, at, t.stride(i));
             }
         }
-        at = putAscii(out, at, d.segmentName());
-        putAscii(out, at, d.counterFileName());
+        at = putAscii(dst, at, segmentName);
+        putAscii(dst, at, counterFileName);
         return size;
     }
 
@@ -212,6 +247,24 @@ public final class DescriptorCodec {
             out.set(U8, at + i, (byte) s.charAt(i));
         }
         return at + s.length();
+    }
+
+    /**
+     * The slot of the encoding of {@code length} bytes at {@code offset} of {@code src}, read
+     * on its own (see {@link DecodeMemo}).
+     *
+     * @throws InvalidDataException when the bytes are too short to hold a slot, or it is negative
+     */
+    public static int slot(MemorySegment src, long offset, long length) {
+        if (length < HEADER_BYTES) {
+            throw new InvalidDataException("malformed descriptor: " + length + " bytes is shorter than the "
+                    + HEADER_BYTES + "-byte header");
+        }
+        int slot = src.get(I32, offset + OFF_SLOT);
+        if (slot < 0) {
+            throw new InvalidDataException("malformed descriptor: slot is negative: " + slot);
+        }
+        return slot;
     }
 
     /** Decodes exactly {@code src}, applying only the wire name rule to names. */

@@ -40,7 +40,7 @@ class QueueServiceSemanticsTest {
     final TestThreads threads = new TestThreads();
     private final ShmDirectory dir = shm.directory();
 
-    private static ResourceLimitException limit(byte[] message) {
+    private static ResourceLimitException limit(MemorySegment cell, long offset, int length) {
         throw new ResourceLimitException("test: every peer entry held");
     }
 

@@ -50,7 +50,7 @@ final class CellsFixture {
         if (h < 0) {
             return (int) h;
         }
-        byte[] m = cells.copyOut(h);
+        byte[] m = cells.read(h, cells.messageLength(h), Incoming.COPY);
         cells.freeCell(h);
         for (byte b : m) {
             if (b != m[0]) {
