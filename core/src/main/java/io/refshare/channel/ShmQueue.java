@@ -108,6 +108,9 @@ public final class ShmQueue implements AutoCloseable {
     private final AtomicLong nextProducersCheck = new AtomicLong(System.nanoTime());
     /** Whether this handle's waiters spin without pause (the user gave them a CPU) instead of backing off. */
     private volatile boolean busySpin;
+    /** What waiters spin on; made once, not per wait (a capturing lambda is an object). */
+    private final Spinning.Condition roomOrEnd;
+    private final Spinning.Condition messageOrEnd;
     private int rolesRecorded;
 
     private ShmQueue(ShmDirectory dir, ShmFile file, Geometry geometry, boolean creator, ProcessIdentity owner) {
@@ -140,6 +143,8 @@ public final class ShmQueue implements AutoCloseable {
         this.self = index;
         this.selfEntry = geometry.participantOffset(index);
         this.cells = new QueueCells(mem, geometry, index, file.path());
+        this.roomOrEnd = () -> cells.hasRoom() || cells.isClosed() || uses.isClosed();
+        this.messageOrEnd = () -> cells.hasMessage() || cells.isClosed() || uses.isClosed();
     }
 
     /** Creates a queue of {@code capacity} messages of up to 512 bytes, owned by this process. */
@@ -670,9 +675,8 @@ public final class ShmQueue implements AutoCloseable {
     private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Spinning.Condition room = () -> cells.hasRoom() || cells.isClosed() || uses.isClosed();
         if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
-                room, !busy)
+                roomOrEnd, !busy)
                 && tryOffer(message, deadline)) {
             return true;
         }
@@ -688,7 +692,7 @@ public final class ShmQueue implements AutoCloseable {
                 return false;
             }
             if (busy) {
-                spinASlice(now, remaining, room);
+                spinASlice(now, remaining, roomOrEnd);
                 continue;
             }
             int sequence = notFull.prepare(selfEntry);
@@ -714,9 +718,8 @@ public final class ShmQueue implements AutoCloseable {
             throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        Spinning.Condition message = () -> cells.hasMessage() || cells.isClosed() || uses.isClosed();
         if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
-                message, !busy)) {
+                messageOrEnd, !busy)) {
             T m = tryPoll(whileClaimed, deadline);
             if (m != null) {
                 return m;
@@ -741,7 +744,7 @@ public final class ShmQueue implements AutoCloseable {
                 return null;
             }
             if (busy) {
-                spinASlice(now, remaining, message);
+                spinASlice(now, remaining, messageOrEnd);
                 continue;
             }
             int sequence = notEmpty.prepare(selfEntry);
