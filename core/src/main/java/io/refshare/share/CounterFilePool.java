@@ -6,11 +6,13 @@ import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The sender's counter files: tokens are handed out from the current file, a full file is
@@ -37,8 +39,10 @@ final class CounterFilePool {
         final CounterFile file;
         /** Its index in {@link #byId}, the high half of its tokens. */
         final int id;
-        /** Tokens handed out and not yet seen back. */
-        int outstanding;
+        /** Its name as a message carries it (ASCII). */
+        final byte[] name;
+        /** Tokens handed out and not yet seen back: counted down without the pool's lock, once per token. */
+        final AtomicInteger outstanding = new AtomicInteger();
         /** Its last slot was handed out: no more will be. */
         boolean retired;
         volatile boolean damaged;
@@ -46,6 +50,7 @@ final class CounterFilePool {
         OwnFile(CounterFile file, int id) {
             this.file = file;
             this.id = id;
+            this.name = file.name().getBytes(StandardCharsets.US_ASCII);
         }
     }
 
@@ -90,7 +95,7 @@ final class CounterFilePool {
             try {
                 int slot = f.file.handOut(tag);
                 if (slot >= 0) {
-                    f.outstanding++;
+                    f.outstanding.incrementAndGet();
                     if (slot + 1 == f.file.slotCapacity()) {
                         f.retired = true;
                         current = null; // the next token starts a new file
@@ -142,6 +147,11 @@ final class CounterFilePool {
         return f == null ? null : f.file;
     }
 
+    /** The name of the counter file of a token of ours (ASCII), as a message carries it. */
+    byte[] fileName(long token) {
+        return byId[(int) (token >>> 32)].name;
+    }
+
     /** The slot of a token of ours. */
     static int slot(long token) {
         return (int) token;
@@ -176,11 +186,18 @@ final class CounterFilePool {
         return back;
     }
 
-    private synchronized void returned(OwnFile f) {
+    private void returned(OwnFile f) {
+        if (f.outstanding.decrementAndGet() == 0) {
+            removeIfDone(f); // the last token of a file that hands out no more, most likely
+        }
+    }
+
+    /** Removes a retired file whose every token came back. */
+    private synchronized void removeIfDone(OwnFile f) {
         if (closed || f.damaged) {
             return;
         }
-        if (--f.outstanding == 0 && f.retired) {
+        if (f.retired && f.outstanding.get() == 0 && files.get(f.file) == f) {
             forget(f);
             f.file.unlink();
             if (f.file == pinned) {
@@ -208,7 +225,7 @@ final class CounterFilePool {
             current = null;
         }
         LOG.log(System.Logger.Level.WARNING, "quarantined " + f.file + ": it is damaged (written or truncated by "
-                + "another process). New shares use a fresh file; the " + f.outstanding + " references it still "
+                + "another process). New shares use a fresh file; the " + f.outstanding.get() + " references it still "
                 + "counts keep their blocks in the limbo until this process closes", cause);
         try {
             f.file.retire(); // tells receivers it hands out nothing more; best effort on a damaged file
@@ -252,7 +269,7 @@ final class CounterFilePool {
                     quarantine(f, e);
                 }
             }
-            live += f.outstanding;
+            live += f.outstanding.get();
         }
         return live;
     }

@@ -2,6 +2,7 @@ package io.refshare.share;
 
 import io.refshare.counter.RangeTag;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
@@ -18,6 +19,8 @@ final class SentBlock {
     private final Storage storage;
     /** The range tag every token of this storage was handed out for. */
     private final int tag;
+    /** The segment's name as a message carries it (ASCII), written into every message. */
+    private final byte[] segmentName;
     private long[] tokens = new long[2];
     private int size;
     private int pruneAt = 64;
@@ -25,6 +28,7 @@ final class SentBlock {
     SentBlock(Storage storage) {
         this.storage = storage;
         this.tag = RangeTag.of(storage.segmentOffset(), storage.byteSize(), storage.segmentName());
+        this.segmentName = storage.segmentName().getBytes(StandardCharsets.US_ASCII);
     }
 
     Storage storage() {
@@ -33,6 +37,10 @@ final class SentBlock {
 
     int tag() {
         return tag;
+    }
+
+    byte[] segmentName() {
+        return segmentName;
     }
 
     synchronized void add(long token) {

@@ -50,6 +50,8 @@ public final class Sharing implements AutoCloseable {
     private final ProcessIdentity self = ProcessIdentity.current();
     private final StatusFile status;
     private final Thread collector;
+    /** Range tags of blocks received lately, by the identity of their descriptors (see {@link #rangeTag}). */
+    private final KnownTag[] knownTags = new KnownTag[64];
     private final LongAdder shared = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
@@ -198,7 +200,8 @@ public final class Sharing implements AutoCloseable {
 
     /** Bytes {@link #encode} writes for the message of {@code token}. */
     public int encodedSize(Storage storage, TensorLayout layout, long token) {
-        return DescriptorCodec.encodedHostSize(storage.segmentName(), counterFiles.file(token).name(), layout);
+        return DescriptorCodec.encodedHostSize(storage.sentBlock().segmentName().length,
+                counterFiles.fileName(token).length, layout);
     }
 
     /**
@@ -206,8 +209,8 @@ public final class Sharing implements AutoCloseable {
      * the encoding {@link #share} would have described.
      */
     public void encode(Storage storage, TensorLayout layout, long token, MemorySegment dst, long offset) {
-        DescriptorCodec.encodeHost(storage.segmentName(), storage.segmentSize(), storage.segmentOffset(),
-                storage.byteSize(), counterFiles.file(token).name(), CounterFilePool.slot(token), layout, self.pid(),
+        DescriptorCodec.encodeHost(storage.sentBlock().segmentName(), storage.segmentSize(), storage.segmentOffset(),
+                storage.byteSize(), counterFiles.fileName(token), CounterFilePool.slot(token), layout, self.pid(),
                 self.startTicks(), dst, offset);
     }
 
@@ -263,7 +266,7 @@ public final class Sharing implements AutoCloseable {
         // the device half first: a process without a driver refuses before anything is taken
         DeviceSharing dev = d.backend() == Backend.CUDA ? device() : null;
         CounterFile counters = receiveCache.holdCounters(d.counterFileName());
-        int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
+        int tag = rangeTag(d);
         ReceivedSegment mapping = null;
         boolean claimed = false;
         try {
@@ -312,6 +315,25 @@ public final class Sharing implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /**
+     * The range tag of the block {@code d} describes. A CRC over some fifty bytes is a good part
+     * of a small message's receive, and a receiver's memo hands out one descriptor per block, so
+     * the tags of the blocks seen lately are remembered by the descriptor's identity.
+     */
+    private int rangeTag(Descriptor d) {
+        int i = System.identityHashCode(d) & (knownTags.length - 1);
+        KnownTag known = knownTags[i];
+        if (known != null && known.block == d) {
+            return known.tag;
+        }
+        int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
+        knownTags[i] = new KnownTag(d, tag); // a whole immutable entry: racing readers see it whole or not
+        return tag;
+    }
+
+    private record KnownTag(Descriptor block, int tag) {
     }
 
     private static void claimOrThrow(CounterFile counters, int slot, int tag) {
@@ -499,13 +521,18 @@ public final class Sharing implements AutoCloseable {
         return allocator.releaseCached() + (d != null ? d.allocator().releaseCached() : 0);
     }
 
+    /**
+     * The last in-process reference to {@code storage} went: it is freed now if no message of
+     * it is out, else it waits in the limbo. The rest of the limbo is not scanned here: that
+     * made every drop cost a pass over every waiting block (a streaming producer's whole
+     * window); the collector, woken by releases, and the allocator's miss path do it.
+     */
     void lastReferenceDropped(Storage storage) {
         SentBlock sent = storage.sentBlockOrNull();
         if (sent == null) {
             storage.dispose();
             return;
         }
-        collect();
         if (sent.prune() == 0) {
             storage.dispose();
         } else if (limbo.add(sent)) {

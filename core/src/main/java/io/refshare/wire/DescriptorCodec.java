@@ -136,17 +136,18 @@ public final class DescriptorCodec {
 
     /** Bytes {@link #encode} writes for {@code d}. */
     public static int encodedSize(Descriptor d) {
-        return encodedSize(d.segmentName(), d.counterFileName(), d.backend() == Backend.CUDA, d.hasEvent(), d.tensor());
+        return encodedSize(d.segmentName().length(), d.counterFileName().length(), d.backend() == Backend.CUDA,
+                d.hasEvent(), d.tensor());
     }
 
-    /** Bytes {@link #encodeHost} writes for a host block with these names and tensor. */
-    public static int encodedHostSize(String segmentName, String counterFileName, TensorLayout tensor) {
-        return encodedSize(segmentName, counterFileName, false, false, tensor);
+    /** Bytes {@link #encodeHost} writes for a host block with names of these lengths and this tensor. */
+    public static int encodedHostSize(int segmentNameLength, int counterFileNameLength, TensorLayout tensor) {
+        return encodedSize(segmentNameLength, counterFileNameLength, false, false, tensor);
     }
 
-    private static int encodedSize(String segmentName, String counterFileName, boolean hasMemory, boolean hasEvent,
-                                   TensorLayout tensor) {
-        int size = HEADER_BYTES + segmentName.length() + counterFileName.length();
+    private static int encodedSize(int segmentNameLength, int counterFileNameLength, boolean hasMemory,
+                                   boolean hasEvent, TensorLayout tensor) {
+        int size = HEADER_BYTES + segmentNameLength + counterFileNameLength;
         if (hasMemory) {
             size += Descriptor.MEMORY_HANDLE_BYTES;
         }
@@ -173,32 +174,49 @@ public final class DescriptorCodec {
      * @throws IndexOutOfBoundsException when it does not fit; nothing is written then
      */
     public static int encode(Descriptor d, MemorySegment dst, long offset) {
-        return encode(d.backend(), d.segmentName(), d.segmentSize(), d.offset(), d.length(), d.memoryHandle(),
-                d.counterFileName(), d.slot(), d.eventHandle(), d.tensor(), d.senderPid(), d.senderStartTicks(),
-                dst, offset);
+        String segmentName = d.segmentName();
+        String counterFileName = d.counterFileName();
+        int size = encodedSize(d);
+        Objects.checkFromIndexSize(offset, size, dst.byteSize());
+        long at = encodeAllButNames(d.backend(), segmentName.length(), d.segmentSize(), d.offset(), d.length(),
+                d.memoryHandle(), counterFileName.length(), d.slot(), d.eventHandle(), d.tensor(), d.senderPid(),
+                d.senderStartTicks(), size, dst, offset);
+        at = putAscii(dst, at, segmentName);
+        putAscii(dst, at, counterFileName);
+        return size;
     }
 
     /**
-     * Writes the encoding of the host descriptor with these fields, as {@link #encode(Descriptor,
-     * MemorySegment, long)} writes that of {@code Descriptor.host(...)}, with no descriptor
-     * object: for a sender encoding its own block straight into a queue's cell. The fields are
-     * the sender's own (not checked again as a {@link Descriptor} checks them).
+     * Writes the encoding of the host descriptor with these fields (the names as their ASCII
+     * bytes), as {@link #encode(Descriptor, MemorySegment, long)} writes that of
+     * {@code Descriptor.host(...)}, with no descriptor object: for a sender encoding its own
+     * block straight into a queue's cell. The fields are the sender's own (not checked again as
+     * a {@link Descriptor} checks them).
+     *
+     * @throws IndexOutOfBoundsException when it does not fit; nothing is written then
      */
-    public static int encodeHost(String segmentName, long segmentSize, long offset, long length,
-                                 String counterFileName, int slot, TensorLayout tensor, long senderPid,
+    public static int encodeHost(byte[] segmentName, long segmentSize, long offset, long length,
+                                 byte[] counterFileName, int slot, TensorLayout tensor, long senderPid,
                                  long senderStartTicks, MemorySegment dst, long at) {
-        return encode(Backend.HOST, segmentName, segmentSize, offset, length, NO_BYTES, counterFileName, slot,
-                NO_BYTES, tensor, senderPid, senderStartTicks, dst, at);
+        int size = encodedHostSize(segmentName.length, counterFileName.length, tensor);
+        Objects.checkFromIndexSize(at, size, dst.byteSize());
+        long names = encodeAllButNames(Backend.HOST, segmentName.length, segmentSize, offset, length, NO_BYTES,
+                counterFileName.length, slot, NO_BYTES, tensor, senderPid, senderStartTicks, size, dst, at);
+        MemorySegment.copy(segmentName, 0, dst, U8, names, segmentName.length);
+        MemorySegment.copy(counterFileName, 0, dst, U8, names + segmentName.length, counterFileName.length);
+        return size;
     }
 
-    private static int encode(Backend backend, String segmentName, long segmentSize, long blockOffset, long length,
-                              byte[] memoryHandle, String counterFileName, int slot, byte[] eventHandle,
-                              TensorLayout t, long senderPid, long senderStartTicks, MemorySegment dst, long offset) {
+    /**
+     * Writes an encoding of {@code size} bytes at {@code offset} of {@code dst} (checked to fit)
+     * up to its names, in place (no slice object per message); returns where the names go.
+     */
+    private static long encodeAllButNames(Backend backend, int segmentNameLength, long segmentSize, long blockOffset,
+                                          long length, byte[] memoryHandle, int counterFileNameLength, int slot,
+                                          byte[] eventHandle, TensorLayout t, long senderPid, long senderStartTicks,
+                                          int size, MemorySegment dst, long offset) {
         boolean hasMemory = backend == Backend.CUDA;
         boolean hasEvent = eventHandle.length > 0;
-        int size = encodedSize(segmentName, counterFileName, hasMemory, hasEvent, t);
-        Objects.checkFromIndexSize(offset, size, dst.byteSize());
-        // written at offset, not through a slice: no object per message
         int flags = (t != null ? FLAG_TENSOR : 0) | (hasEvent ? FLAG_EVENT : 0) | (hasMemory ? FLAG_MEMORY : 0);
         dst.set(I32, offset + OFF_MAGIC, MAGIC);
         dst.set(U16, offset + OFF_VERSION, (short) VERSION);
@@ -207,8 +225,8 @@ public final class DescriptorCodec {
         dst.set(U8, offset + OFF_BACKEND, (byte) backend.code());
         dst.set(U8, offset + OFF_DTYPE, (byte) (t != null ? t.dtype().code() : 0));
         dst.set(U8, offset + OFF_RANK, (byte) (t != null ? t.rank() : 0));
-        dst.set(U8, offset + OFF_SEGMENT_NAME_LENGTH, (byte) segmentName.length());
-        dst.set(U8, offset + OFF_COUNTER_NAME_LENGTH, (byte) counterFileName.length());
+        dst.set(U8, offset + OFF_SEGMENT_NAME_LENGTH, (byte) segmentNameLength);
+        dst.set(U8, offset + OFF_COUNTER_NAME_LENGTH, (byte) counterFileNameLength);
         for (int i = 0; i < RESERVED_BYTES; i++) {
             dst.set(U8, offset + OFF_RESERVED + i, (byte) 0);
         }
@@ -236,9 +254,7 @@ public final class DescriptorCodec {
                 dst.set(I64, at, t.stride(i));
             }
         }
-        at = putAscii(dst, at, segmentName);
-        putAscii(dst, at, counterFileName);
-        return size;
+        return at;
     }
 
     private static long putAscii(MemorySegment out, long at, String s) {
