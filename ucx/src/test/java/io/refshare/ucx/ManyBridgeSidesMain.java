@@ -178,6 +178,8 @@ public final class ManyBridgeSidesMain {
                 }
                 received.incrementAndGet();
             }
+        } catch (io.refshare.exceptions.QueueClosedException e) {
+            // the main thread failed and closed the queue: its error is the one to report
         } catch (Throwable e) {
             System.out.println("error steady consumer: " + e);
             System.exit(1);
