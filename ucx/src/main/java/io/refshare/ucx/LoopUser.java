@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.IntConsumer;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -67,10 +68,6 @@ final class LoopUser implements AutoCloseable {
         return user;
     }
 
-    boolean inLoop() {
-        return loop.inLoop();
-    }
-
     /** Runs {@code task} on the loop thread soon (any thread). */
     void execute(Runnable task) {
         loop.execute(task);
@@ -90,10 +87,10 @@ final class LoopUser implements AutoCloseable {
 
     /** Called by the loop every few milliseconds. */
     void runTimers(long now) {
-        for (int i = 0; i < timers.size() && !closed; i++) {
+        for (int i = 0; i < timers.size(); i++) {
             timers.get(i).run();
         }
-        for (int i = 0; i < delayed.size() && !closed; i++) {
+        for (int i = 0; i < delayed.size(); i++) {
             if (now - delayed.get(i).dueNanos() >= 0) {
                 delayed.remove(i--).task().run();
             }
@@ -127,20 +124,7 @@ final class LoopUser implements AutoCloseable {
     /** Sends a control frame; {@code done} gets the status (a failure also shows as the endpoint's error). */
     void send(MemorySegment ep, byte[] frame, IntConsumer done) {
         requireEndpoint(ep);
-        Arena a = Arena.ofConfined();
-        MemorySegment buf = a.allocateFrom(JAVA_BYTE, frame);
-        MemorySegment request;
-        try {
-            request = ucp.amSend(ep, UcxLoop.CONTROL_AM_ID, buf);
-        } catch (RuntimeException e) {
-            a.close();
-            throw e;
-        }
-        // the buffer must live until UCX is done with it
-        track(request, status -> {
-            a.close();
-            done.accept(status);
-        });
+        sendHolding(frame, buf -> ucp.amSend(ep, UcxLoop.CONTROL_AM_ID, buf), done);
     }
 
     /**
@@ -150,11 +134,15 @@ final class LoopUser implements AutoCloseable {
      */
     void sendData(MemorySegment ep, byte[] header, MemorySegment data, boolean eager, IntConsumer done) {
         requireEndpoint(ep);
+        sendHolding(header, h -> ucp.amSend(ep, UcxLoop.CONTROL_AM_ID, h, data, eager), done);
+    }
+
+    /** Starts a send of {@code bytes} copied to native memory, which lives until UCX is done with them. */
+    private void sendHolding(byte[] bytes, Function<MemorySegment, MemorySegment> start, IntConsumer done) {
         Arena a = Arena.ofConfined();
-        MemorySegment h = a.allocateFrom(JAVA_BYTE, header);
         MemorySegment request;
         try {
-            request = ucp.amSend(ep, UcxLoop.CONTROL_AM_ID, h, data, eager);
+            request = start.apply(a.allocateFrom(JAVA_BYTE, bytes));
         } catch (RuntimeException e) {
             a.close();
             throw e;
