@@ -44,12 +44,11 @@ public final class BridgeReceiver implements AutoCloseable {
     private final ShareQueue target;
     private final BridgeSecret secret;
     private final int window;
-    private final UcxLoop loop;
+    private final LoopUser loop;
     private final InetSocketAddress address;
     // loop thread only
     private final Map<Link, Peer> peers = new HashMap<>();
     private final ArrayDeque<Copy> toDeliver = new ArrayDeque<>();
-    private MemorySegment listener = MemorySegment.NULL;
     // any thread
     private final AtomicLong received = new AtomicLong();
     private final AtomicLong delivered = new AtomicLong();
@@ -138,12 +137,7 @@ public final class BridgeReceiver implements AutoCloseable {
         this.secret = secret;
         this.window = window;
         this.address = address;
-        this.loop = UcxLoop.start("refshare-bridge-receive");
-    }
-
-    /** The loop this receiver runs on, for tests that speak to it from the same UCX worker. */
-    UcxLoop loop() {
-        return loop;
+        this.loop = LoopUser.open("bridge receiver on " + address);
     }
 
     /**
@@ -165,7 +159,7 @@ public final class BridgeReceiver implements AutoCloseable {
             @Override
             public void run() {
                 try {
-                    r.listener = r.loop.listen(address, r::onConnectionRequest);
+                    r.loop.listen(address, r::onConnectionRequest);
                     r.loop.every(r::tick);
                     listening.complete(null);
                 } catch (UcxException e) {
@@ -202,7 +196,7 @@ public final class BridgeReceiver implements AutoCloseable {
 
     private void onConnectionRequest(MemorySegment request) {
         if (closed) {
-            loop.ucp.reject(listener, request);
+            loop.reject(request);
             return;
         }
         Peer p = new Peer();
@@ -359,13 +353,6 @@ public final class BridgeReceiver implements AutoCloseable {
         loop.execute(() -> {
             for (Link l : List.copyOf(peers.keySet())) {
                 l.end("receiver closed");
-            }
-            if (!listener.equals(MemorySegment.NULL)) {
-                try {
-                    loop.ucp.listenerDestroy.invokeExact(listener);
-                } catch (Throwable t) {
-                    LOG.log(System.Logger.Level.WARNING, "ucp_listener_destroy failed", t);
-                }
             }
             done.complete(null);
         });

@@ -24,7 +24,7 @@ final class Link implements UcxLoop.Endpoint {
         /**
          * An authenticated peer's offer with its bytes: {@code data} are the {@code length}
          * bytes themselves, or, {@code rendezvous}, UCX's descriptor to receive them with
-         * ({@link UcxLoop#receive}); valid during this call only.
+         * ({@link LoopUser#receive}); valid during this call only.
          */
         void offer(Link link, BridgeMessage.Offer offer, MemorySegment data, long length, boolean rendezvous);
 
@@ -38,7 +38,7 @@ final class Link implements UcxLoop.Endpoint {
 
     private enum State { AWAIT_HELLO, AWAIT_CHALLENGE, AWAIT_PROOF, AWAIT_WELCOME, READY, ENDED }
 
-    private final UcxLoop loop;
+    private final LoopUser loop;
     private final BridgeSecret secret;
     private final Session session;
     private final String peer;
@@ -51,7 +51,7 @@ final class Link implements UcxLoop.Endpoint {
     private long lastHeardNanos = createdNanos;
     private long lastSentNanos = createdNanos;
 
-    private Link(UcxLoop loop, BridgeSecret secret, Session session, String peer, int window, State state) {
+    private Link(LoopUser loop, BridgeSecret secret, Session session, String peer, int window, State state) {
         this.loop = loop;
         this.secret = secret;
         this.session = session;
@@ -61,7 +61,7 @@ final class Link implements UcxLoop.Endpoint {
     }
 
     /** Connects to {@code address} and starts the handshake as the client. */
-    static Link connect(UcxLoop loop, java.net.InetSocketAddress address, BridgeSecret secret, Session session) {
+    static Link connect(LoopUser loop, java.net.InetSocketAddress address, BridgeSecret secret, Session session) {
         Link link = new Link(loop, secret, session, address.toString(), 0, State.AWAIT_CHALLENGE);
         link.ep = loop.connect(address, MemorySegment.NULL, link);
         link.clientNonce = BridgeSecret.nonce();
@@ -70,7 +70,7 @@ final class Link implements UcxLoop.Endpoint {
     }
 
     /** Accepts a connection request and waits for the client's hello; {@code window} goes in the welcome. */
-    static Link accept(UcxLoop loop, MemorySegment connRequest, BridgeSecret secret, Session session, int window,
+    static Link accept(LoopUser loop, MemorySegment connRequest, BridgeSecret secret, Session session, int window,
                        String peer) {
         Link link = new Link(loop, secret, session, peer, window, State.AWAIT_HELLO);
         link.ep = loop.connect(null, connRequest, link);

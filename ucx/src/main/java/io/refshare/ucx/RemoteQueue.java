@@ -43,8 +43,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * (whose receiver delivers nothing) slows the sender and loses nothing.
  *
  * <h2>Threads</h2>
- * {@code put} and {@code close} may be called from any thread; the UCX work runs on one
- * loop thread of this handle.
+ * {@code put} and {@code close} may be called from any thread; the UCX work runs on the
+ * process's one UCX loop thread, which every sender and receiver in the process shares.
  */
 public final class RemoteQueue implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RemoteQueue.class.getName());
@@ -97,7 +97,7 @@ public final class RemoteQueue implements AutoCloseable {
 
     private final InetSocketAddress address;
     private final BridgeSecret secret;
-    private final UcxLoop loop;
+    private final LoopUser loop;
     private final Semaphore window;
     // loop thread only
     private final ArrayDeque<Held> waiting = new ArrayDeque<>();
@@ -122,7 +122,7 @@ public final class RemoteQueue implements AutoCloseable {
         this.address = address;
         this.secret = secret;
         this.window = new Semaphore(window);
-        this.loop = UcxLoop.start("refshare-bridge-send");
+        this.loop = LoopUser.open("bridge to " + address);
     }
 
     /**

@@ -5,8 +5,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.net.Inet4Address;
-import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -18,17 +16,21 @@ import java.util.function.IntConsumer;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
- * One UCP context and worker and the one thread that owns them: every UCX call, callback
- * and request of a bridge side runs on this thread ({@code UCS_THREAD_MODE_SINGLE}). Other
- * threads hand it work with {@link #execute}. Each turn of the loop progresses the worker,
- * runs handed-over work, polls outstanding requests and, every few milliseconds, the
- * {@linkplain #every timers}. With nothing to do it spins a little (a message in flight is
- * answered at once), then parks in short steps.
+ * The process's one UCP context and worker and the one thread that owns them: every UCX
+ * call, callback and request of every bridge side in the process runs on this thread
+ * ({@code UCS_THREAD_MODE_SINGLE}). Receivers and senders each hold a {@link LoopUser}; the
+ * loop starts with the first and stops when the last closes. One worker, not one per side:
+ * UCX 1.13 keeps one process-wide table of async event handlers keyed by file descriptor, and
+ * with two workers a socket closed by one whose fd the other reuses trips its
+ * {@code handler->async == async} assertion and aborts the process.
+ *
+ * <p>Other threads hand work over with {@link #execute}. Each turn of the loop progresses the
+ * worker, runs handed-over work, polls outstanding requests and, every few milliseconds, the
+ * users' timers. With nothing to do it spins a little (a message in flight is answered at
+ * once), then sleeps on the worker's event fd.
  *
  * <p>Control messages arrive as active messages {@value #CONTROL_AM_ID} with the frame as
  * their data; each is copied out of UCX's buffer and given to the {@link Endpoint} registered
@@ -36,11 +38,20 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * bytes: the header is the frame (copied), the data UCX's, valid during the call only.
  * Messages on unknown endpoints are dropped.
  */
-final class UcxLoop implements AutoCloseable {
+final class UcxLoop {
     static final int CONTROL_AM_ID = 0x5253;
-    /** Idle this long, the loop stops polling and sleeps on the worker's event fd (a CPU is precious). */
-    private static final long SPIN_NANOS = 500_000L;
+    /**
+     * Idle this long, the loop stops polling and sleeps on the worker's event fd (a CPU is
+     * precious). Waking it costs tens of microseconds here, on both sides of a link: a stream of
+     * messages a millisecond or so apart finds it still polling (1 KiB one-way p50 about 95
+     * against 130 us with 500 us, the socket's about 50), while an idle link's heartbeat every
+     * 150 ms costs it 2 ms of yielding polls.
+     */
+    private static final long SPIN_NANOS = 2_000_000L;
     private static final long TIMER_NANOS = 5_000_000L;
+    /** How long stopping waits for requests still out before the worker is destroyed. */
+    private static final long DRAIN_NANOS = 2_000_000_000L;
+    private static final System.Logger LOG = System.getLogger(UcxLoop.class.getName());
 
     /** What the loop tells the owner of an endpoint (on the loop thread). */
     interface Endpoint {
@@ -48,8 +59,8 @@ final class UcxLoop implements AutoCloseable {
 
         /**
          * A message carrying bytes: {@code header} its frame, {@code data} the bytes themselves
-         * ({@code rendezvous} false) or UCX's descriptor to {@link #receive} them with; either
-         * is valid during this call only. A descriptor not received is dropped.
+         * ({@code rendezvous} false) or UCX's descriptor to {@linkplain LoopUser#receive receive}
+         * them with; either is valid during this call only. A descriptor not received is dropped.
          */
         void onData(byte[] header, MemorySegment data, long length, boolean rendezvous);
 
@@ -59,17 +70,24 @@ final class UcxLoop implements AutoCloseable {
     private record Pending(MemorySegment request, IntConsumer done) {
     }
 
+    /** An endpoint and the user that opened it (only that user may close it). */
+    private record Registered(LoopUser user, Endpoint endpoint) {
+    }
+
+    // the process's loop and how many users hold it (guarded by UcxLoop.class)
+    private static UcxLoop current;
+    private static int userCount;
+
     final Ucp ucp;
     private final Thread thread;
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
-    private final Map<Long, Endpoint> endpoints = new HashMap<>();
+    // loop thread only
+    private final Map<Long, Registered> endpoints = new HashMap<>();
     private final List<Pending> requests = new ArrayList<>();
-    private final List<Runnable> timers = new ArrayList<>();
-    private record Delayed(long dueNanos, Runnable task) {
-    }
-    private final List<Delayed> delayed = new ArrayList<>();
+    private final List<LoopUser> users = new ArrayList<>();
     private final CompletableFuture<Void> started = new CompletableFuture<>();
     private final Arena stubs = Arena.ofShared();
+    private final MemorySegment pollfd = stubs.allocate(8);
     private volatile boolean stopping;
     /** The loop is (about to be) asleep on the event fd: {@link #execute} must signal the worker. */
     private volatile boolean sleeping;
@@ -77,16 +95,39 @@ final class UcxLoop implements AutoCloseable {
     private MemorySegment context = MemorySegment.NULL;
     private MemorySegment worker = MemorySegment.NULL;
     private MemorySegment errStub;
-    private java.util.function.Consumer<MemorySegment> connectionRequests;
 
-    private UcxLoop(String name) {
+    private UcxLoop() {
         this.ucp = Ucp.system();
-        this.thread = Thread.ofPlatform().name(name).daemon(true).unstarted(this::run);
+        this.thread = Thread.ofPlatform().name("refshare-ucx").daemon(true).unstarted(this::run);
     }
 
-    /** Starts the loop thread, which creates the context (active messages) and worker. */
-    static UcxLoop start(String name) {
-        UcxLoop loop = new UcxLoop(name);
+    /** The process's loop, started (context and worker created) if no user holds it; one more user. */
+    static UcxLoop acquire() {
+        synchronized (UcxLoop.class) {
+            if (current == null) {
+                current = start();
+            }
+            userCount++;
+            return current;
+        }
+    }
+
+    /**
+     * One user fewer; the last stops the loop. Stopping holds the lock, so a user arriving
+     * meanwhile waits and gets a fresh loop once this one's worker is gone (never two at once).
+     */
+    void release() {
+        synchronized (UcxLoop.class) {
+            if (--userCount > 0) {
+                return;
+            }
+            current = null;
+            stop();
+        }
+    }
+
+    private static UcxLoop start() {
+        UcxLoop loop = new UcxLoop();
         loop.thread.start();
         try {
             loop.started.join();
@@ -112,18 +153,52 @@ final class UcxLoop implements AutoCloseable {
         }
     }
 
-    /** Runs {@code task} on the loop thread every few milliseconds (register on the loop thread). */
-    void every(Runnable task) {
-        timers.add(task);
+    // ---- loop thread ----
+
+    MemorySegment worker() {
+        return worker;
     }
 
-    /** Runs {@code task} once on the loop thread after {@code millis} (call on the loop thread). */
-    void after(long millis, Runnable task) {
-        delayed.add(new Delayed(System.nanoTime() + millis * 1_000_000L, task));
+    MemorySegment errorHandler() {
+        return errStub;
     }
 
-    MemorySegment context() {
-        return context;
+    /** {@code user}'s timers run from now on, until {@link #removeUser}. */
+    void addUser(LoopUser user) {
+        users.add(user);
+    }
+
+    void removeUser(LoopUser user) {
+        users.remove(user);
+    }
+
+    void register(MemorySegment ep, LoopUser user, Endpoint owner) {
+        endpoints.put(ep.address(), new Registered(user, owner));
+    }
+
+    /** Forgets {@code ep} if {@code user} opened it: a stale handle of one user never touches another's endpoint. */
+    boolean unregister(MemorySegment ep, LoopUser user) {
+        Registered r = endpoints.get(ep.address());
+        if (r == null || r.user() != user) {
+            return false;
+        }
+        endpoints.remove(ep.address());
+        return true;
+    }
+
+    boolean isOpen(MemorySegment ep, LoopUser user) {
+        Registered r = endpoints.get(ep.address());
+        return r != null && r.user() == user;
+    }
+
+    List<MemorySegment> endpointsOf(LoopUser user) {
+        List<MemorySegment> own = new ArrayList<>();
+        endpoints.forEach((address, r) -> {
+            if (r.user() == user) {
+                own.add(MemorySegment.ofAddress(address));
+            }
+        });
+        return own;
     }
 
     /** Tracks a request: {@code done} gets its final status on the loop thread, then it is freed. NULL: done now. */
@@ -132,74 +207,6 @@ final class UcxLoop implements AutoCloseable {
             done.accept(UcpAbi.UCS_OK);
         } else {
             requests.add(new Pending(request, done));
-        }
-    }
-
-    /** Listens on {@code address}; each connection request goes to {@code onRequest} (on the loop thread). */
-    MemorySegment listen(InetSocketAddress address, java.util.function.Consumer<MemorySegment> onRequest) {
-        connectionRequests = onRequest;
-        MethodHandle h = bind("onConnectionRequest", MethodType.methodType(void.class, MemorySegment.class,
-                MemorySegment.class));
-        MemorySegment stub = Ucp.upcallStub(h, Ucp.CONN_HANDLER, stubs);
-        return ucp.listen(worker, sockaddr(address), stub);
-    }
-
-    /** A client endpoint to {@code address}, or the server end of {@code connRequest}. */
-    MemorySegment connect(InetSocketAddress address, MemorySegment connRequest, Endpoint owner) {
-        MemorySegment sa = address == null ? MemorySegment.NULL : sockaddr(address);
-        MemorySegment ep = ucp.connect(worker, sa, connRequest, errStub);
-        endpoints.put(ep.address(), owner);
-        return ep;
-    }
-
-    /** Sends a control frame; {@code done} gets the status (a failure also shows as the endpoint's error). */
-    void send(MemorySegment ep, byte[] frame, IntConsumer done) {
-        Arena a = Arena.ofConfined();
-        MemorySegment buf = a.allocateFrom(JAVA_BYTE, frame);
-        MemorySegment request;
-        try {
-            request = ucp.amSend(ep, CONTROL_AM_ID, buf);
-        } catch (RuntimeException e) {
-            a.close();
-            throw e;
-        }
-        // the buffer must live until UCX is done with it
-        track(request, status -> {
-            a.close();
-            done.accept(status);
-        });
-    }
-
-    /**
-     * Sends {@code data} with {@code header} (a frame) as one active message, inside it when
-     * {@code eager}, else by rendezvous; {@code data} must stay valid until {@code done} gets
-     * the status.
-     */
-    void sendData(MemorySegment ep, byte[] header, MemorySegment data, boolean eager, IntConsumer done) {
-        Arena a = Arena.ofConfined();
-        MemorySegment h = a.allocateFrom(JAVA_BYTE, header);
-        MemorySegment request;
-        try {
-            request = ucp.amSend(ep, CONTROL_AM_ID, h, data, eager);
-        } catch (RuntimeException e) {
-            a.close();
-            throw e;
-        }
-        track(request, status -> {
-            a.close();
-            done.accept(status);
-        });
-    }
-
-    /** Receives the bytes of a rendezvous message (its descriptor from {@link Endpoint#onData}) into {@code into}. */
-    void receive(MemorySegment descriptor, MemorySegment into, IntConsumer done) {
-        track(ucp.amReceive(worker, descriptor, into), done);
-    }
-
-    /** Forgets and force-closes an endpoint; nothing more is reported for it. */
-    void closeEndpoint(MemorySegment ep) {
-        if (endpoints.remove(ep.address()) != null) {
-            track(ucp.closeEndpoint(ep), status -> { });
         }
     }
 
@@ -226,20 +233,16 @@ final class UcxLoop implements AutoCloseable {
             int work = ucp.progress(worker);
             Runnable task;
             while ((task = tasks.poll()) != null) {
-                task.run();
+                runGuarded(task);
                 work++;
             }
             work += pollRequests();
             long now = System.nanoTime();
             if (now - nextTimer >= 0) {
                 nextTimer = now + TIMER_NANOS;
-                for (int i = 0; i < timers.size(); i++) {
-                    timers.get(i).run();
-                }
-                for (int i = 0; i < delayed.size(); i++) {
-                    if (now - delayed.get(i).dueNanos() >= 0) {
-                        delayed.remove(i--).task().run();
-                    }
+                for (int i = 0; i < users.size(); i++) {
+                    LoopUser user = users.get(i);
+                    runGuarded(() -> user.runTimers(now));
                 }
             }
             if (work > 0) {
@@ -250,17 +253,26 @@ final class UcxLoop implements AutoCloseable {
                 Thread.yield(); // other threads (the consumer, the producer) may need this CPU more
             }
         }
-        // closing: finish what the owners started (endpoint closes), then tear down
-        long deadline = System.nanoTime() + 2_000_000_000L;
+        // stopping: the users closed their endpoints; finish what they handed over, then tear down
+        long deadline = System.nanoTime() + DRAIN_NANOS;
         Runnable task;
         while ((task = tasks.poll()) != null) {
-            task.run();
+            runGuarded(task);
         }
         while (!requests.isEmpty() && System.nanoTime() - deadline < 0) {
             ucp.progress(worker);
             pollRequests();
         }
         destroy();
+    }
+
+    /** One user's failing task must not end the loop every other user of the process depends on. */
+    private static void runGuarded(Runnable task) {
+        try {
+            task.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.ERROR, "a task on the UCX loop failed", e);
+        }
     }
 
     /**
@@ -284,8 +296,6 @@ final class UcxLoop implements AutoCloseable {
         }
     }
 
-    private final MemorySegment pollfd = Arena.global().allocate(8);
-
     /** Frees the requests that ended, then tells their owners (who may start new requests meanwhile). */
     private int pollRequests() {
         List<Pending> ended = null;
@@ -305,7 +315,7 @@ final class UcxLoop implements AutoCloseable {
         for (Pending p : ended) {
             int status = ucp.requestStatus(p.request);
             ucp.requestFree(p.request);
-            p.done.accept(status);
+            runGuarded(() -> p.done.accept(status));
         }
         return ended.size();
     }
@@ -335,24 +345,23 @@ final class UcxLoop implements AutoCloseable {
             if ((attr & UcpAbi.AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
                 return (byte) UcpAbi.UCS_OK; // no peer to answer: dropped unread (UCS_OK lets UCX release it)
             }
-            Endpoint owner = endpoints.get(p.get(ADDRESS, 8).address());
-            if (owner == null) {
+            Registered r = endpoints.get(p.get(ADDRESS, 8).address());
+            if (r == null) {
                 return (byte) UcpAbi.UCS_OK;
             }
             if (headerLength > 0) {
                 // a tensor's bytes; a header longer than any frame is refused by the decoder all the same
                 byte[] frame = header.reinterpret(Math.min(headerLength, ControlCodec.MAX_FRAME_BYTES + 1L))
                         .toArray(JAVA_BYTE);
-                owner.onData(frame, data, length, rendezvous);
+                r.endpoint().onData(frame, data, length, rendezvous);
             } else if (!rendezvous) {
                 // a control frame; of one longer than any valid frame a byte more is enough for the
                 // decoder to refuse it (one sent by rendezvous is a descriptor, not bytes: dropped unread)
-                owner.onMessage(data.reinterpret(Math.min(length, ControlCodec.MAX_FRAME_BYTES + 1L))
+                r.endpoint().onMessage(data.reinterpret(Math.min(length, ControlCodec.MAX_FRAME_BYTES + 1L))
                         .toArray(JAVA_BYTE));
             }
         } catch (Throwable t) {
-            System.getLogger(UcxLoop.class.getName()).log(System.Logger.Level.WARNING,
-                    "control message handler failed", t);
+            LOG.log(System.Logger.Level.WARNING, "control message handler failed", t);
         }
         return (byte) UcpAbi.UCS_OK;
     }
@@ -360,24 +369,15 @@ final class UcxLoop implements AutoCloseable {
     @SuppressWarnings("unused")
     private void onEndpointError(MemorySegment arg, MemorySegment ep, byte status) {
         try {
-            Endpoint owner = endpoints.remove(ep.address());
-            if (owner == null) {
+            Registered r = endpoints.get(ep.address());
+            if (r == null) {
                 return; // closed by its owner already: closing it twice would free it twice
             }
             // UCX wants an endpoint that failed closed (forcibly) by its owner
-            track(ucp.closeEndpoint(ep), s -> { });
-            owner.onError(status, ucp.statusText(status));
+            r.user().closeEndpoint(ep);
+            r.endpoint().onError(status, ucp.statusText(status));
         } catch (Throwable t) {
-            System.getLogger(UcxLoop.class.getName()).log(System.Logger.Level.WARNING, "endpoint error handler failed", t);
-        }
-    }
-
-    @SuppressWarnings("unused")
-    private void onConnectionRequest(MemorySegment request, MemorySegment arg) {
-        try {
-            connectionRequests.accept(request);
-        } catch (Throwable t) {
-            System.getLogger(UcxLoop.class.getName()).log(System.Logger.Level.WARNING, "connection handler failed", t);
+            LOG.log(System.Logger.Level.WARNING, "endpoint error handler failed", t);
         }
     }
 
@@ -389,39 +389,26 @@ final class UcxLoop implements AutoCloseable {
         }
     }
 
-    /** A {@code sockaddr_in} for an IPv4 address (UCX's TCP and RDMA-CM connection managers take one). */
-    private MemorySegment sockaddr(InetSocketAddress address) {
-        if (!(address.getAddress() instanceof Inet4Address v4)) {
-            throw new IllegalArgumentException("the bridge takes an IPv4 address, not " + address);
-        }
-        MemorySegment sa = stubs.allocate(UcpAbi.SOCKADDR_IN);
-        sa.set(JAVA_SHORT, 0, UcpAbi.AF_INET);
-        sa.set(JAVA_SHORT, 2, Short.reverseBytes((short) address.getPort()));
-        byte[] ip = v4.getAddress();
-        sa.set(JAVA_INT, 4, (ip[0] & 0xFF) | (ip[1] & 0xFF) << 8 | (ip[2] & 0xFF) << 16 | (ip[3] & 0xFF) << 24);
-        return sa;
-    }
-
     /**
-     * Stops the loop: runs the tasks handed over before, waits (at most 2 s) for outstanding
-     * requests, destroys the worker and context. Callers close their endpoints first.
+     * Stops the loop (the last user closed): runs the tasks handed over before, waits (at most
+     * 2 s) for outstanding requests, destroys the worker and context.
      */
-    @Override
-    public void close() {
-        if (stopping) {
-            return;
-        }
+    private void stop() {
         stopping = true;
         if (sleeping) {
             ucp.signal(worker);
         }
-        if (!inLoop()) {
+        boolean interrupted = false;
+        while (thread.isAlive()) {
             try {
-                thread.join();
+                thread.join(); // the stubs must outlive the thread's last upcall
             } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+                interrupted = true;
             }
-            stubs.close();
+        }
+        stubs.close();
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 }

@@ -226,6 +226,8 @@ class BridgeAcrossHostsTest {
                     }
                 }
                 // nobody takes on host B: its queue (2) fills, then the window (4) holds the sender back
+                // (a fresh receiving JVM on a busy machine may take longer than a moment to queue the first two)
+                awaitStat(send, "delivered", v -> v >= 2);
                 awaitStat(send, "offered", v -> v >= 4);
                 Thread.sleep(300);
                 long offered = send.statLong("offered");
