@@ -183,9 +183,7 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensor} or {@code unit} is null
      */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
-        Storage storage = tensor.storage();
-        Message message = storage.backend() == Backend.HOST ? HostMessage.OF_THIS_THREAD.get().share(refshare, tensor)
-                : share(tensor);
+        Message message = share(tensor, HostMessage.OF_THIS_THREAD.get());
         offered = true; // a producer from its first real attempt, even one that times out
         boolean sent = false;
         try {
@@ -219,7 +217,7 @@ public final class ShareQueue implements AutoCloseable {
         List<Message> messages = new ArrayList<>(tensors.size());
         try {
             for (Tensor t : tensors) {
-                messages.add(share(Objects.requireNonNull(t, "tensor")));
+                messages.add(share(Objects.requireNonNull(t, "tensor"), new HostMessage()));
             }
         } catch (RuntimeException e) {
             messages.forEach(Message::cancel);
@@ -242,9 +240,12 @@ public final class ShareQueue implements AutoCloseable {
         }
     }
 
-    /** Counts one reference to {@code tensor}'s memory for a message of this queue. */
-    private Message share(Tensor tensor) {
-        return tensor.storage().backend() == Backend.HOST ? new HostMessage().share(refshare, tensor)
+    /**
+     * Counts one reference to {@code tensor}'s memory for a message of this queue: in
+     * {@code host} (filled) for host memory, in a new described message for device memory.
+     */
+    private Message share(Tensor tensor, HostMessage host) {
+        return tensor.storage().backend() == Backend.HOST ? host.share(refshare, tensor)
                 : new DescribedMessage(refshare.sharing(), refshare.shareDescriptor(tensor));
     }
 

@@ -474,4 +474,27 @@ class DescriptorCodecTest {
         assertTrue(e.getMessage().contains(expected),
                 () -> "message '" + e.getMessage() + "' should contain '" + expected + "'");
     }
+
+    /** A sender's field-wise encoding of its own host block is byte for byte the descriptor's encoding. */
+    @Test
+    void encodeHostWritesExactlyWhatEncodingTheHostDescriptorWrites() {
+        List<TensorLayout> layouts = Arrays.asList(TensorLayout.contiguous(DType.FLOAT32, 4, 8),
+                TensorLayout.contiguous(DType.UINT8, 4096), TensorLayout.contiguous(DType.BFLOAT16, 2, 3, 4), null);
+        for (TensorLayout layout : layouts) {
+            Descriptor d = Descriptor.host(SEG, 1 << 20, 8192, 4096, CNT, 77, layout, SENDER);
+            byte[] expected = DescriptorCodec.encode(d);
+            byte[] seg = SEG.getBytes(StandardCharsets.US_ASCII);
+            byte[] cnt = CNT.getBytes(StandardCharsets.US_ASCII);
+            assertEquals(expected.length, DescriptorCodec.encodedHostSize(seg.length, cnt.length, layout));
+            MemorySegment cell = MemorySegment.ofArray(new byte[expected.length + 16]);
+            cell.fill((byte) 0x5A); // the reserved bytes must be written, not left as they were
+            int written = DescriptorCodec.encodeHost(seg, 1 << 20, 8192, 4096, cnt, 77, layout, SENDER.pid(),
+                    SENDER.startTicks(), cell, 8);
+            assertEquals(expected.length, written);
+            assertArrayEquals(expected, cell.asSlice(8, written).toArray(ValueLayout.JAVA_BYTE), "layout " + layout);
+            assertEquals((byte) 0x5A, cell.get(ValueLayout.JAVA_BYTE, 8 + written), "nothing written past the end");
+            assertThrows(IndexOutOfBoundsException.class, () -> DescriptorCodec.encodeHost(seg, 1 << 20, 8192, 4096,
+                    cnt, 77, layout, SENDER.pid(), SENDER.startTicks(), cell, cell.byteSize() - written + 1));
+        }
+    }
 }
