@@ -6,9 +6,9 @@ import io.refshare.holder.HolderWord;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
+import io.refshare.holder.StripedUses;
 import io.refshare.share.Sharing;
 import io.refshare.share.ViewedBlock;
-import io.refshare.shm.HandleUses;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -100,14 +100,24 @@ import java.util.concurrent.atomic.LongAdder;
  * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
  * transiently negative and the memory-ordering argument are those of the engine's
  * {@code HolderFile} (and {@link AtomicHolder}'s), and the file layout is specified in
- * {@code docs/protocol.md}. This class adds the handle's own lifetime ({@code HandleUses},
- * the queue handle's idiom too): the operations in progress on the mapping are counted, each
- * acquired tensor until its release, and the mapping is unmapped after the close by the last
- * of them, never before one. Publishing installs with one getAndSet: if the creator closed the
- * holder meanwhile (it sets the closed flag before emptying), the publisher sees the flag
- * after its getAndSet and empties the holder again, so no version stays pinned in a closed
- * holder. The per-slot cache of seen versions is replaced by compare-and-set, so each pin
- * is released exactly once (by the thread that replaced it, or at unmapping).
+ * {@code docs/protocol.md}. This class adds the handle's own lifetime ({@link StripedUses},
+ * the queue handle's idiom on per-thread stripes): the operations in progress on the mapping
+ * are counted, each acquired tensor until its release, and the mapping is unmapped after the
+ * close by the last of them, never before one. Publishing installs with one getAndSet: if the
+ * creator closed the holder meanwhile (it sets the closed flag before emptying), the publisher
+ * sees the flag after its getAndSet and empties the holder again, so no version stays pinned
+ * in a closed holder. The per-slot cache of seen versions is replaced by compare-and-set, so
+ * each pin is released exactly once (by the thread that replaced it, or at unmapping).
+ * <p>
+ * <b>Acquired host tensors borrow the pin's mapping.</b> Their block is a view alongside the
+ * pin ({@code ViewedBlock.alongside}), which takes no reference on the mapping of its own, so
+ * an acquire touches neither the receive cache nor its lock. The pin outlives every such view:
+ * it is dropped either at unmapping, after every acquired tensor was released (each is a use
+ * of the handle), or by a thread that holds a different version in the slot; that version
+ * can only be there once the pin's version was retired, which takes the release of every
+ * acquisition of it, and a tensor's release comes after its last access to the memory. For
+ * the same reason every thread that records a version in the slot while holding it records
+ * the same version, so the loser of the compare-and-set uses the winner's.
  */
 public final class SharedHolder implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SharedHolder.class.getName());
@@ -125,7 +135,7 @@ public final class SharedHolder implements AutoCloseable {
      * Uses of the mapping in progress (each acquired tensor counts until it is released): the
      * mapping goes after the close and the last use, and nothing enters after the close.
      */
-    private final HandleUses uses = new HandleUses(this::unmap);
+    private final StripedUses uses = new StripedUses(this::unmap);
     private volatile Stats statsAtClose;
     private final LongAdder retiredHere = new LongAdder();
     private final LongAdder anomalies = new LongAdder();
@@ -137,8 +147,16 @@ public final class SharedHolder implements AutoCloseable {
      * of its own) that keeps its segment mapped in this process, so that acquiring it again
      * finds the mapping instead of mapping and unmapping the segment every time. The pin is
      * dropped when the slot's next version is seen, or when the handle closes.
+     *
+     * @param release gives back one acquisition of the version (made once, run by each
+     *                acquired tensor's block when it is disposed)
      */
-    private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin) {
+    private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin, Runnable release) {
+        /** A block for one acquisition: alongside the pin for host memory, opened anew for device memory. */
+        ViewedBlock view(Sharing sharing) {
+            return pin != null ? pin.alongside(release) : sharing.view(descriptor, release);
+        }
+
         /** Drops the pin (none for device memory). */
         void unpin() {
             if (pin != null) {
@@ -323,6 +341,9 @@ public final class SharedHolder implements AutoCloseable {
         enter();
         long w;
         try {
+            if (sharing.isClosed()) {
+                throw new IllegalStateException("refshare context is closed");
+            }
             w = file.acquire(row);
         } catch (RuntimeException e) {
             leave();
@@ -337,7 +358,7 @@ public final class SharedHolder implements AutoCloseable {
         Seen v;
         try {
             v = seen(slot, HolderWord.generation(w));
-            block = sharing.view(v.descriptor(), () -> release(slot));
+            block = v.view(sharing);
         } catch (RuntimeException e) {
             undo(e, () -> release(slot));
             throw e;
@@ -374,15 +395,19 @@ public final class SharedHolder implements AutoCloseable {
         // open in this process maps it, the others count a user) and its release closes it
         ViewedBlock pin = d.backend() == Backend.HOST ? sharing.view(d, () -> {
         }) : null;
-        Seen fresh = new Seen(sequence, d, layout, pin);
-        if (seen.compareAndSet(slot, known, fresh)) {
+        Seen fresh = new Seen(sequence, d, layout, pin, () -> release(slot));
+        Seen recorded = seen.compareAndExchange(slot, known, fresh);
+        if (recorded == known) {
             if (known != null) {
                 known.unpin();
             }
-        } else {
-            fresh.unpin(); // another thread recorded this version (threads holding a slot hold the same one)
+            return fresh;
         }
-        return fresh;
+        fresh.unpin(); // another thread recorded this version first (threads holding a slot hold the same one)
+        if (recorded == null || recorded.sequence() != sequence) {
+            throw new InvalidDataException("version slot " + slot + " changed while held (corrupt holder file)");
+        }
+        return recorded;
     }
 
     private void release(int slot) {

@@ -27,6 +27,16 @@ abstract sealed class MappedBlock extends Storage permits ReceivedBlock, ViewedB
         this.bytes = writableBytes == null ? null : writableBytes.asReadOnly();
     }
 
+    /** Another block over the same bytes as {@code same}, sharing its segment and its slices of it. */
+    MappedBlock(MappedBlock same) {
+        super(same.sharing);
+        this.segment = same.segment;
+        this.offset = same.offset;
+        this.length = same.length;
+        this.writableBytes = same.writableBytes;
+        this.bytes = same.bytes;
+    }
+
     @Override
     final MemorySegment bytes() {
         if (bytes == null) {
