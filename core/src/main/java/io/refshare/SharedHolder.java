@@ -139,6 +139,8 @@ public final class SharedHolder implements AutoCloseable {
     private volatile Stats statsAtClose;
     private final LongAdder retiredHere = new LongAdder();
     private final LongAdder anomalies = new LongAdder();
+    /** {@link #retired}, made once: a method reference made at each release would be an object per release. */
+    private final HolderFile.Retirement retirement = this::retired;
     /** The creator's task on its process's collector: reclaims dead readers every housekeeping round. */
     private final Runnable reclaimInBackground = this::reclaimDeadReadersQuietly;
 
@@ -286,9 +288,9 @@ public final class SharedHolder implements AutoCloseable {
                 long sequence = file.fill(claimed, self, bytes);
                 long old = file.swap(claimed);
                 installed = true; // from here the token belongs to the version
-                file.unpin(old, this::retired);
+                file.unpin(old, retirement);
                 if (file.isClosed()) {
-                    file.unpin(file.swap(HolderWord.EMPTY), this::retired); // the creator closed as we installed
+                    file.unpin(file.swap(HolderWord.EMPTY), retirement); // the creator closed as we installed
                 }
                 return sequence;
             } finally {
@@ -412,7 +414,7 @@ public final class SharedHolder implements AutoCloseable {
 
     private void release(int slot) {
         try {
-            file.release(row, slot, this::retired);
+            file.release(row, slot, retirement);
         } finally {
             leave();
         }
@@ -452,7 +454,7 @@ public final class SharedHolder implements AutoCloseable {
     public long reclaimDeadReaders() {
         enter();
         try {
-            return file.reclaimDead(self, this::mayBeAlive, this::retired);
+            return file.reclaimDead(self, this::mayBeAlive, retirement);
         } finally {
             leave();
         }
@@ -468,7 +470,7 @@ public final class SharedHolder implements AutoCloseable {
             return;
         }
         try {
-            long n = file.reclaimDead(self, this::mayBeAlive, this::retired);
+            long n = file.reclaimDead(self, this::mayBeAlive, retirement);
             if (n > 0) {
                 LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
                         name(), n);
@@ -488,7 +490,7 @@ public final class SharedHolder implements AutoCloseable {
     public void clear() {
         enter();
         try {
-            file.unpin(file.swap(HolderWord.EMPTY), this::retired);
+            file.unpin(file.swap(HolderWord.EMPTY), retirement);
         } finally {
             leave();
         }
@@ -588,7 +590,7 @@ public final class SharedHolder implements AutoCloseable {
                     sharing.removeHousekeeping(reclaimInBackground);
                     file.markClosed();
                     try {
-                        file.unpin(file.swap(HolderWord.EMPTY), this::retired);
+                        file.unpin(file.swap(HolderWord.EMPTY), retirement);
                     } finally {
                         shm.unlink();
                     }

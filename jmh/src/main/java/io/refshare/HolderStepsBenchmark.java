@@ -1,6 +1,7 @@
 package io.refshare;
 
 import io.refshare.bench.ShmTemp;
+import io.refshare.holder.StripedUses;
 import io.refshare.observe.LeakDetector;
 import io.refshare.share.ViewedBlock;
 import io.refshare.shm.HandleUses;
@@ -28,15 +29,19 @@ import java.util.concurrent.TimeUnit;
  * one, to see where the time over the shared-memory protocol alone
  * ({@code HolderBenchmark.sharedProtocol}) goes. Run with {@code -t 1} and {@code -t 2} (two
  * threads on the same objects, as two readers of one holder are) and {@code -prof gc}; the
- * numbers are in docs/bench/breakdown.md.
+ * numbers are in docs/bench/breakdown.md. The first two pairs are the ways the handle has
+ * done each step, the one it used before and the one it uses now.
  * <ul>
- * <li>{@code handleUse}: the handle's count of uses in progress, entered at acquire and left
- *     at the tensor's close ({@link HandleUses}).</li>
+ * <li>{@code handleUse}: one shared count of the handle's uses in progress, entered at
+ *     acquire and left at the tensor's close ({@link HandleUses}, used before);
+ *     {@code stripedUse}: the same on per-thread stripes ({@link StripedUses}, used now).</li>
  * <li>{@code receiveCacheView}: the block of the version mapped through the process's
  *     receive cache ({@code Sharing.view}: the segment looked up under the cache's lock, a
- *     {@link ViewedBlock} over it) and released (the segment's user dropped under the lock).</li>
- * <li>{@code receiveCacheViewTensor}: the same, wrapped in a {@link Tensor} (layout check,
- *     leak detector's sampling) and closed through it.</li>
+ *     {@link ViewedBlock} over it) and released (the segment's user dropped under the lock),
+ *     as acquire did before; {@code viewAlongside}: a block alongside the handle's pin of the
+ *     version ({@link ViewedBlock#alongside}), as acquire does now.</li>
+ * <li>{@code receiveCacheViewTensor}, {@code viewAlongsideTensor}: each, wrapped in a
+ *     {@link Tensor} (layout check, leak detector's sampling) and closed through it.</li>
  * <li>{@code leakSampling}: the leak detector's draw alone, and the watch of the one tensor in
  *     {@value LeakDetector#SAMPLING_INTERVAL} it picks (a stack capture and a cleaner).</li>
  * <li>{@code acquireClose}: the whole {@link SharedHolder#acquire()} and close.</li>
@@ -59,6 +64,8 @@ public class HolderStepsBenchmark {
     private Descriptor published;
     private TensorLayout layout;
     private final HandleUses uses = new HandleUses(NOTHING);
+    private final StripedUses stripedUses = new StripedUses(NOTHING);
+    private ViewedBlock pin;
 
     @Setup(Level.Trial)
     public void setUp() throws IOException {
@@ -70,10 +77,12 @@ public class HolderStepsBenchmark {
             published = rs.shareDescriptor(t); // the same block as the version: the same mapping
         }
         layout = TensorLayout.contiguous(DType.UINT8, published.length());
+        pin = rs.sharing().view(published, NOTHING);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() throws IOException {
+        pin.release();
         rs.sharing().cancel(published);
         holder.close();
         rs.close();
@@ -85,6 +94,28 @@ public class HolderStepsBenchmark {
         boolean entered = uses.enter();
         uses.leave();
         return entered;
+    }
+
+    @Benchmark
+    public boolean stripedUse() {
+        boolean entered = stripedUses.enter();
+        stripedUses.leave();
+        return entered;
+    }
+
+    @Benchmark
+    public long viewAlongside() {
+        ViewedBlock block = pin.alongside(NOTHING);
+        long n = block.byteSize();
+        block.release();
+        return n;
+    }
+
+    @Benchmark
+    public long viewAlongsideTensor() {
+        try (Tensor t = new Tensor(pin.alongside(NOTHING), layout)) {
+            return t.data().byteSize();
+        }
     }
 
     @Benchmark
