@@ -16,7 +16,7 @@ refshare_find_jdk
 jar="$root/jmh/target/benchmarks.jar"
 [ -f "$jar" ] || { echo "no $jar: run 'mvn -B -ntp -DskipTests package' first" >&2; exit 1; }
 rotations=${1:-22}
-benchmarks=(twoAtomicAdds atomicHolder casRefCount stampedLock readWriteLock sharedProtocol sharedHolderTensor)
+benchmarks=(twoAtomicAdds atomicHolder casRefCount stampedLock readWriteLock sharedProtocol sharedProtocolWithLocalWork sharedHolderTensor)
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 for ((r = 1; r <= rotations; r++)); do
