@@ -6,7 +6,7 @@
 # and the read-write lock's time divided by its time in the same rotation (median, range, and
 # in how many rotations it was at least 3, the holder issue's target), and its time divided by
 # the shared protocol's in the same rotation (what SharedHolder's wrapping costs over its
-# protocol). A run that reports nothing (another JMH run holds /tmp/jmh.lock, say) is retried.
+# protocol). A run refused because another JMH run holds /tmp/jmh.lock is retried.
 #
 #   scripts/holder-contention.sh [ROTATIONS]      (default 22; needs `mvn package` first)
 set -euo pipefail
@@ -22,11 +22,16 @@ trap 'rm -f "$raw"' EXIT
 for ((r = 1; r <= rotations; r++)); do
     for b in "${benchmarks[@]}"; do
         for ((try = 1; ; try++)); do
-            ns=$("$JAVA_HOME/bin/java" --sun-misc-unsafe-memory-access=allow -jar "$jar" "HolderBenchmark\.$b\$" \
-                    -t 2 -f 1 -wi 1 -w 500ms -i 1 -r 1s 2>/dev/null | awk -v b="HolderBenchmark.$b" '$1 == b {print $(NF - 1)}')
+            out=$("$JAVA_HOME/bin/java" --sun-misc-unsafe-memory-access=allow -jar "$jar" "HolderBenchmark\.$b\$" \
+                    -t 2 -f 1 -wi 1 -w 500ms -i 1 -r 1s 2>&1 || true)
+            ns=$(awk -v b="HolderBenchmark.$b" '$1 == b {print $(NF - 1)}' <<< "$out")
             [ -n "$ns" ] && break
-            [ "$try" -lt 60 ] || { echo "HolderBenchmark.$b reported nothing $try times" >&2; exit 1; }
-            sleep 10
+            if ! grep -q "Unable to acquire the JMH lock" <<< "$out" || [ "$try" -ge 60 ]; then
+                echo "HolderBenchmark.$b reported nothing:" >&2
+                tail -n 5 <<< "$out" >&2
+                exit 1
+            fi
+            sleep 10 # another JMH run holds the lock
         done
         echo "$r $b $ns" >> "$raw"
     done
