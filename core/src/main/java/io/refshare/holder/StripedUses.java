@@ -4,7 +4,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The lifetime of a {@link SharedHolder} handle: {@code HandleUses}' contract (the uses in
+ * The lifetime of a {@code SharedHolder} handle: {@code HandleUses}' contract (the uses in
  * progress are counted, nothing enters once {@link #close()} has returned, and the release
  * given at construction runs exactly once, after the close and the last use that started
  * before it) with the uses counted on {@link ThreadStripes}. Every acquired tensor is a use

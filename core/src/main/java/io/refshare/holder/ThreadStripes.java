@@ -7,7 +7,7 @@ import java.lang.invoke.VarHandle;
  * A count spread over per-thread stripes, each on cache lines of its own, that is summed
  * once, when it is closed: threads counting on different stripes write no common cache
  * line. {@link AtomicHolder} counts a version's releases here while the holder points at
- * it; {@link StripedUses} counts the uses of a {@link SharedHolder} handle (each acquired
+ * it; {@link StripedUses} counts the uses of a {@code SharedHolder} handle (each acquired
  * tensor until its release).
  *
  * <p>A stripe is <i>open</i> until {@link #close()} swaps it to {@link #CLOSED} and returns
