@@ -3,7 +3,7 @@ package io.refshare;
 import io.refshare.holder.FreeSlots;
 import io.refshare.holder.HolderWord;
 import io.refshare.holder.PaddedLong;
-import io.refshare.holder.ReleaseStripes;
+import io.refshare.holder.ThreadStripes;
 
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -86,7 +86,7 @@ import java.util.function.Consumer;
  * <p>
  * <b>Memory ordering.</b> Every update of the word, of {@code c} and of a stripe is an
  * atomic read-modify-write with volatile semantics (each on cache lines of its own,
- * {@code PaddedLong}, {@code ReleaseStripes}), so each variable's updates are totally ordered
+ * {@code PaddedLong}, {@code ThreadStripes}), so each variable's updates are totally ordered
  * and each synchronizes-with the next. The publisher stores the table entry (plain) before
  * the getAndSet that installs it; a reader's getAndAdd reads from that write or a later RMW
  * of the word, so it sees the entry (an entry is rewritten only after its version died,
@@ -326,7 +326,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
         /** The version's own count, on cache lines of its own: the fields above stay read-only. */
         final long[] count = PaddedLong.of(HolderWord.PINNED);
         /** Where releases are counted until the holder is re-pointed away from this version. */
-        final ReleaseStripes releases = new ReleaseStripes();
+        final ThreadStripes releases = new ThreadStripes();
 
         Version(AtomicHolder<T> holder, T value, Consumer<? super T> onDestroy, int slot, int generation) {
             this.holder = holder;
@@ -337,7 +337,7 @@ public final class AtomicHolder<T> implements AutoCloseable {
         }
 
         void release() {
-            if (!releases.release() && PaddedLong.getAndAdd(count, -1L) == 1L) {
+            if (!releases.add(-1L) && PaddedLong.getAndAdd(count, -1L) == 1L) {
                 holder.destroy(this);
             }
         }

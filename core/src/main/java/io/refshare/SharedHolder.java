@@ -6,9 +6,9 @@ import io.refshare.holder.HolderWord;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
+import io.refshare.holder.StripedUses;
 import io.refshare.share.Sharing;
 import io.refshare.share.ViewedBlock;
-import io.refshare.shm.HandleUses;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -100,14 +100,24 @@ import java.util.concurrent.atomic.LongAdder;
  * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
  * transiently negative and the memory-ordering argument are those of the engine's
  * {@code HolderFile} (and {@link AtomicHolder}'s), and the file layout is specified in
- * {@code docs/protocol.md}. This class adds the handle's own lifetime ({@code HandleUses},
- * the queue handle's idiom too): the operations in progress on the mapping are counted, each
- * acquired tensor until its release, and the mapping is unmapped after the close by the last
- * of them, never before one. Publishing installs with one getAndSet: if the creator closed the
- * holder meanwhile (it sets the closed flag before emptying), the publisher sees the flag
- * after its getAndSet and empties the holder again, so no version stays pinned in a closed
- * holder. The per-slot cache of seen versions is replaced by compare-and-set, so each pin
- * is released exactly once (by the thread that replaced it, or at unmapping).
+ * {@code docs/protocol.md}. This class adds the handle's own lifetime ({@link StripedUses},
+ * the queue handle's idiom on per-thread stripes): the operations in progress on the mapping
+ * are counted, each acquired tensor until its release, and the mapping is unmapped after the
+ * close by the last of them, never before one. Publishing installs with one getAndSet: if the
+ * creator closed the holder meanwhile (it sets the closed flag before emptying), the publisher
+ * sees the flag after its getAndSet and empties the holder again, so no version stays pinned
+ * in a closed holder. The per-slot cache of seen versions is replaced by compare-and-set, so
+ * each pin is released exactly once (by the thread that replaced it, or at unmapping).
+ * <p>
+ * <b>Acquired host tensors borrow the pin's mapping.</b> Their block is a view alongside the
+ * pin ({@code ViewedBlock.alongside}), which takes no reference on the mapping of its own, so
+ * an acquire touches neither the receive cache nor its lock. The pin outlives every such view:
+ * it is dropped either at unmapping, after every acquired tensor was released (each is a use
+ * of the handle), or by a thread that holds a different version in the slot; that version
+ * can only be there once the pin's version was retired, which takes the release of every
+ * acquisition of it, and a tensor's release comes after its last access to the memory. For
+ * the same reason every thread that records a version in the slot while holding it records
+ * the same version, so the loser of the compare-and-set uses the winner's.
  */
 public final class SharedHolder implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(SharedHolder.class.getName());
@@ -125,10 +135,12 @@ public final class SharedHolder implements AutoCloseable {
      * Uses of the mapping in progress (each acquired tensor counts until it is released): the
      * mapping goes after the close and the last use, and nothing enters after the close.
      */
-    private final HandleUses uses = new HandleUses(this::unmap);
+    private final StripedUses uses = new StripedUses(this::unmap);
     private volatile Stats statsAtClose;
     private final LongAdder retiredHere = new LongAdder();
     private final LongAdder anomalies = new LongAdder();
+    /** {@link #retired}, made once: a method reference made at each release would be an object per release. */
+    private final HolderFile.Retirement retirement = this::retired;
     /** The creator's task on its process's collector: reclaims dead readers every housekeeping round. */
     private final Runnable reclaimInBackground = this::reclaimDeadReadersQuietly;
 
@@ -137,8 +149,16 @@ public final class SharedHolder implements AutoCloseable {
      * of its own) that keeps its segment mapped in this process, so that acquiring it again
      * finds the mapping instead of mapping and unmapping the segment every time. The pin is
      * dropped when the slot's next version is seen, or when the handle closes.
+     *
+     * @param release gives back one acquisition of the version (made once, run by each
+     *                acquired tensor's block when it is disposed)
      */
-    private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin) {
+    private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin, Runnable release) {
+        /** A block for one acquisition: alongside the pin for host memory, opened anew for device memory. */
+        ViewedBlock view(Sharing sharing) {
+            return pin != null ? pin.alongside(release) : sharing.view(descriptor, release);
+        }
+
         /** Drops the pin (none for device memory). */
         void unpin() {
             if (pin != null) {
@@ -268,9 +288,9 @@ public final class SharedHolder implements AutoCloseable {
                 long sequence = file.fill(claimed, self, bytes);
                 long old = file.swap(claimed);
                 installed = true; // from here the token belongs to the version
-                file.unpin(old, this::retired);
+                file.unpin(old, retirement);
                 if (file.isClosed()) {
-                    file.unpin(file.swap(HolderWord.EMPTY), this::retired); // the creator closed as we installed
+                    file.unpin(file.swap(HolderWord.EMPTY), retirement); // the creator closed as we installed
                 }
                 return sequence;
             } finally {
@@ -323,6 +343,9 @@ public final class SharedHolder implements AutoCloseable {
         enter();
         long w;
         try {
+            if (sharing.isClosed()) {
+                throw new IllegalStateException("refshare context is closed");
+            }
             w = file.acquire(row);
         } catch (RuntimeException e) {
             leave();
@@ -337,7 +360,7 @@ public final class SharedHolder implements AutoCloseable {
         Seen v;
         try {
             v = seen(slot, HolderWord.generation(w));
-            block = sharing.view(v.descriptor(), () -> release(slot));
+            block = v.view(sharing);
         } catch (RuntimeException e) {
             undo(e, () -> release(slot));
             throw e;
@@ -374,20 +397,24 @@ public final class SharedHolder implements AutoCloseable {
         // open in this process maps it, the others count a user) and its release closes it
         ViewedBlock pin = d.backend() == Backend.HOST ? sharing.view(d, () -> {
         }) : null;
-        Seen fresh = new Seen(sequence, d, layout, pin);
-        if (seen.compareAndSet(slot, known, fresh)) {
+        Seen fresh = new Seen(sequence, d, layout, pin, () -> release(slot));
+        Seen recorded = seen.compareAndExchange(slot, known, fresh);
+        if (recorded == known) {
             if (known != null) {
                 known.unpin();
             }
-        } else {
-            fresh.unpin(); // another thread recorded this version (threads holding a slot hold the same one)
+            return fresh;
         }
-        return fresh;
+        fresh.unpin(); // another thread recorded this version first (threads holding a slot hold the same one)
+        if (recorded == null || recorded.sequence() != sequence) {
+            throw new InvalidDataException("version slot " + slot + " changed while held (corrupt holder file)");
+        }
+        return recorded;
     }
 
     private void release(int slot) {
         try {
-            file.release(row, slot, this::retired);
+            file.release(row, slot, retirement);
         } finally {
             leave();
         }
@@ -427,7 +454,7 @@ public final class SharedHolder implements AutoCloseable {
     public long reclaimDeadReaders() {
         enter();
         try {
-            return file.reclaimDead(self, this::mayBeAlive, this::retired);
+            return file.reclaimDead(self, this::mayBeAlive, retirement);
         } finally {
             leave();
         }
@@ -443,7 +470,7 @@ public final class SharedHolder implements AutoCloseable {
             return;
         }
         try {
-            long n = file.reclaimDead(self, this::mayBeAlive, this::retired);
+            long n = file.reclaimDead(self, this::mayBeAlive, retirement);
             if (n > 0) {
                 LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
                         name(), n);
@@ -463,7 +490,7 @@ public final class SharedHolder implements AutoCloseable {
     public void clear() {
         enter();
         try {
-            file.unpin(file.swap(HolderWord.EMPTY), this::retired);
+            file.unpin(file.swap(HolderWord.EMPTY), retirement);
         } finally {
             leave();
         }
@@ -563,7 +590,7 @@ public final class SharedHolder implements AutoCloseable {
                     sharing.removeHousekeeping(reclaimInBackground);
                     file.markClosed();
                     try {
-                        file.unpin(file.swap(HolderWord.EMPTY), this::retired);
+                        file.unpin(file.swap(HolderWord.EMPTY), retirement);
                     } finally {
                         shm.unlink();
                     }

@@ -1,7 +1,7 @@
 package io.refshare;
 
 import io.refshare.holder.HolderWord;
-import io.refshare.holder.ReleaseStripes;
+import io.refshare.holder.ThreadStripes;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -92,7 +92,7 @@ class AtomicHolderTest {
         Item a = new Item(1);
         holder.set(a, Item::destroy);
         List<AtomicHolder.Ref<Item>> refs = new ArrayList<>();
-        for (int i = 0; i < 4 * ReleaseStripes.STRIPES; i++) {
+        for (int i = 0; i < 4 * ThreadStripes.STRIPES; i++) {
             refs.add(holder.acquire());
         }
         int half = refs.size() / 2;

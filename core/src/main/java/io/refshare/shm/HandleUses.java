@@ -5,9 +5,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The lifetime of a handle to a mapped file, one idiom for the queue's and the holder's
- * handles: the uses in progress are counted (calls, and for a holder each acquired tensor
- * until it is released); {@link #close()} marks the handle closed, after which nothing
+ * The lifetime of a handle to a mapped file (the queue's; a holder's handle keeps the same
+ * contract with its uses counted per thread, {@code io.refshare.holder.StripedUses}): the uses
+ * in progress are counted; {@link #close()} marks the handle closed, after which nothing
  * enters; and the release given at construction (unmapping, say) runs exactly once, when the
  * last use that started before the close has left, by the thread that leaves last, or by
  * {@code close()} itself when nothing was in use. A handle whose close must not return

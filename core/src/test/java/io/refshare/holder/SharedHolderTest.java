@@ -15,6 +15,9 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -196,6 +199,60 @@ class SharedHolderTest {
             }
             assertThrows(InvalidDataException.class, () -> rs.openHolder("../../etc/passwd"));
             assertFalse(shm.files().stream().anyMatch(n -> n.contains("-hold-")));
+        }
+    }
+
+    @Test
+    void readersOnTwoThreadsSeeWholeVersionsWhileSlotsAreReused() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare publisherRs = Refshare.open(shm.config());
+             Refshare readerRs = Refshare.open(shm.config()); SharedHolder holder = publisherRs.createHolder(3, 2)) {
+            SharedHolder reader = readerRs.openHolder(holder.name());
+            publishUniform(publisherRs, holder, 1);
+            AtomicBoolean publishing = new AtomicBoolean(true);
+            ConcurrentLinkedQueue<String> torn = new ConcurrentLinkedQueue<>();
+            Runnable read = () -> {
+                while (publishing.get()) {
+                    try (Tensor t = reader.acquire()) { // the block borrows the handle's mapping of the version
+                        long first = t.data().get(ValueLayout.JAVA_LONG, 0);
+                        for (long at = 0; at < t.data().byteSize(); at += 8) {
+                            if (t.data().get(ValueLayout.JAVA_LONG, at) != first) {
+                                torn.add("version " + first + " changed at byte " + at);
+                            }
+                        }
+                    }
+                }
+            };
+            Thread a = Thread.ofPlatform().start(read);
+            Thread b = Thread.ofPlatform().start(read);
+            for (long v = 2; v <= 2_000; v++) {
+                publishUniform(publisherRs, holder, v);
+            }
+            publishing.set(false);
+            a.join();
+            b.join();
+            assertEquals(List.of(), List.copyOf(torn));
+            reader.close();
+            holder.clear();
+            assertEquals(holder.stats().published(), holder.stats().retired());
+            assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, Internals.sharing(publisherRs).liveCounts());
+        }
+    }
+
+    /** Publishes a tensor whose every element is {@code value}; retries while all slots are held by readers. */
+    private static void publishUniform(Refshare rs, SharedHolder holder, long value) throws InterruptedException {
+        try (Tensor t = rs.allocate(DType.INT64, 512)) {
+            for (long at = 0; at < t.data().byteSize(); at += 8) {
+                t.data().set(ValueLayout.JAVA_LONG, at, value);
+            }
+            while (true) {
+                try {
+                    holder.publish(t);
+                    return;
+                } catch (IllegalStateException slotsFull) {
+                    Thread.sleep(1);
+                }
+            }
         }
     }
 

@@ -19,6 +19,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.infra.Blackhole;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -42,8 +43,13 @@ import java.util.concurrent.locks.StampedLock;
  * <li>{@code atomicHolder}: {@link AtomicHolder} (one add on the holder word, one on the version).</li>
  * <li>{@code sharedProtocol}: {@link SharedHolder}'s protocol on a mapped /dev/shm file (the
  *     holder word, this process's held count, the version's count), without mapping a tensor.</li>
+ * <li>{@code sharedProtocolWithLocalWork}: the same, with thread-local work before and after the
+ *     release ({@link Blackhole#consumeCPU}, {@value #LOCAL_WORK} tokens each, about as long alone
+ *     as what {@code SharedHolder} adds to the protocol) and no shared write: how much two
+ *     threads' protocol costs once its cache lines no longer stay with one thread for several
+ *     iterations in a row.</li>
  * <li>{@code sharedHolderTensor}: the whole {@link SharedHolder#acquire()}: the protocol, plus
- *     mapping the version (through the receive cache) as a {@link Tensor}, and closing it.</li>
+ *     the version's block (alongside the handle's pin of it) as a {@link Tensor}, and closing it.</li>
  * <li>{@code casRefCount}: a volatile reference to a version with its own count, acquired by a
  *     compare-and-set loop that refuses a count of zero and re-reads the reference (Netty's
  *     {@code retain} on a holder): correct only because the garbage collector keeps a dead
@@ -164,6 +170,19 @@ public class HolderBenchmark {
         long w = shared.acquire(row);
         long c = HolderWord.slot(w);
         shared.release(row, (int) c, ignore);
+        return c;
+    }
+
+    /** Tokens of {@link Blackhole#consumeCPU} on each side of the release in {@code sharedProtocolWithLocalWork}. */
+    static final int LOCAL_WORK = 24;
+
+    @Benchmark
+    public long sharedProtocolWithLocalWork() {
+        long w = shared.acquire(row);
+        long c = HolderWord.slot(w);
+        Blackhole.consumeCPU(LOCAL_WORK);
+        shared.release(row, (int) c, ignore);
+        Blackhole.consumeCPU(LOCAL_WORK);
         return c;
     }
 
