@@ -25,13 +25,12 @@ abstract sealed class MappedBlock extends Storage permits ReceivedBlock, ViewedB
         this.bytes = segment.backend() == Backend.HOST ? segment.readOnlyHostMemory().asSlice(offset, length) : null;
     }
 
-    /** Another block over the same bytes as {@code same}, sharing its segment and its slices of it. */
+    /** Another block over the same bytes as {@code same}, sharing its segment and its slice of it. */
     MappedBlock(MappedBlock same) {
         super(same.sharing);
         this.segment = same.segment;
         this.offset = same.offset;
         this.length = same.length;
-        this.writableBytes = same.writableBytes;
         this.bytes = same.bytes;
     }
 
