@@ -23,7 +23,7 @@ import java.util.concurrent.locks.LockSupport;
  * {@code ucx|socket throughput|latency SIZE COUNT DIR IP PORT SECRET}. Throughput: COUNT
  * messages of SIZE bytes as fast as they go (after a warm-up), timed until the receiving side
  * has the last (bridge: delivered; socket: acknowledged), with this process's CPU time over
- * the same span; prints {@code R nanos cpuNanos bytes}. Latency: COUNT probes 1 ms apart,
+ * the same span; prints {@code T0} as the timed span starts and {@code R nanos cpuNanos bytes} after it. Latency: COUNT probes 1 ms apart,
  * stamped with the send time (the sink prints the one-way times).
  */
 public final class BenchSource {
@@ -83,6 +83,7 @@ public final class BenchSource {
             }
             return;
         }
+        System.out.println("T0"); // the bench starts counting the receiving process's CPU here
         long cpu0 = cpu();
         long t0 = System.nanoTime();
         for (int i = 0; i < count; i++) {
@@ -116,6 +117,7 @@ public final class BenchSource {
             }
             return;
         }
+        System.out.println("T0"); // the bench starts counting the receiving process's CPU here
         long cpu0 = cpu();
         long t0 = System.nanoTime();
         for (int i = 0; i < count; i++) {
