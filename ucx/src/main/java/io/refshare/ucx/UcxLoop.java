@@ -107,6 +107,7 @@ final class UcxLoop {
     void bulkEnded() {
         bulk--;
     }
+
     private int eventFd = -1;
     private MemorySegment context = MemorySegment.NULL;
     private MemorySegment worker = MemorySegment.NULL;
