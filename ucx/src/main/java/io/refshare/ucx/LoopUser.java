@@ -134,7 +134,20 @@ final class LoopUser implements AutoCloseable {
      */
     void sendData(MemorySegment ep, byte[] header, MemorySegment data, boolean eager, IntConsumer done) {
         requireEndpoint(ep);
-        sendHolding(header, h -> ucp.amSend(ep, UcxLoop.CONTROL_AM_ID, h, data, eager), done);
+        if (eager) {
+            sendHolding(header, h -> ucp.amSend(ep, UcxLoop.CONTROL_AM_ID, h, data, true), done);
+            return;
+        }
+        loop.bulkStarted();
+        try {
+            sendHolding(header, h -> ucp.amSend(ep, UcxLoop.CONTROL_AM_ID, h, data, false), status -> {
+                loop.bulkEnded();
+                done.accept(status);
+            });
+        } catch (RuntimeException e) {
+            loop.bulkEnded();
+            throw e;
+        }
     }
 
     /** Starts a send of {@code bytes} copied to native memory, which lives until UCX is done with them. */
@@ -155,7 +168,12 @@ final class LoopUser implements AutoCloseable {
 
     /** Receives the bytes of a rendezvous message (its descriptor from {@link UcxLoop.Endpoint#onData}) into {@code into}. */
     void receive(MemorySegment descriptor, MemorySegment into, IntConsumer done) {
-        track(ucp.amReceive(loop.worker(), descriptor, into), done);
+        MemorySegment request = ucp.amReceive(loop.worker(), descriptor, into);
+        loop.bulkStarted();
+        track(request, status -> {
+            loop.bulkEnded();
+            done.accept(status);
+        });
     }
 
     /** Forgets and force-closes an endpoint of this user; nothing more is reported for it. */

@@ -21,13 +21,20 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * The sending host's side of the cross-host bench, one run per process:
  * {@code ucx|socket throughput|latency SIZE COUNT DIR IP PORT SECRET}. Throughput: COUNT
- * messages of SIZE bytes as fast as they go (after a warm-up), timed until the receiving side
+ * messages of SIZE bytes as fast as they go (after a warm-up of at least 4 s), timed until the receiving side
  * has the last (bridge: delivered; socket: acknowledged), with this process's CPU time over
- * the same span; prints {@code R nanos cpuNanos bytes}. Latency: COUNT probes 1 ms apart,
+ * the same span; prints {@code T0} as the timed span starts and {@code R nanos cpuNanos bytes} after it. Latency: COUNT probes 1 ms apart,
  * stamped with the send time (the sink prints the one-way times).
  */
 public final class BenchSource {
     private static final int POOL = 16;
+    /**
+     * Each run warms up for at least this long (and at least a quarter as many messages as it
+     * times): this JVM is fresh, and the receiving one meets the rendezvous path first at the
+     * first size above 64 KiB. With a quarter alone, the 1 MiB bridge rows were timed while
+     * both JVMs still compiled it (the receiver's C2 thread a third of its CPU).
+     */
+    private static final long WARMUP_NANOS = 4_000_000_000L;
 
     public static void main(String[] a) throws Exception {
         boolean ucx = a[0].equals("ucx");
@@ -68,10 +75,12 @@ public final class BenchSource {
     }
 
     private static void runUcx(RemoteQueue q, Tensor[] pool, int count, boolean throughput) throws Exception {
-        int warmup = Math.max(10, count / 4);
-        for (int i = 0; i < warmup; i++) {
-            stamp(pool[i % POOL].data(), BenchSink.FLAG_PLAIN);
-            q.put(pool[i % POOL]);
+        long warmupEnd = System.nanoTime() + WARMUP_NANOS;
+        int warmup = 0;
+        while (warmup < Math.max(10, count / 4) || System.nanoTime() - warmupEnd < 0) {
+            stamp(pool[warmup % POOL].data(), BenchSink.FLAG_PLAIN);
+            q.put(pool[warmup % POOL]);
+            warmup++;
         }
         awaitDelivered(q, warmup);
         if (!throughput) {
@@ -83,6 +92,7 @@ public final class BenchSource {
             }
             return;
         }
+        System.out.println("T0"); // the bench starts counting the receiving process's CPU here
         long cpu0 = cpu();
         long t0 = System.nanoTime();
         for (int i = 0; i < count; i++) {
@@ -103,10 +113,13 @@ public final class BenchSource {
     private static void runSocket(SocketChannel c, Tensor[] pool, int count, boolean throughput) throws Exception {
         ByteBuffer header = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
         ByteBuffer ack = ByteBuffer.allocateDirect(1);
-        int warmup = Math.max(10, count / 4);
-        for (int i = 0; i < warmup; i++) {
-            send(c, header, pool[i % POOL].data(), i == warmup - 1 ? BenchSink.FLAG_LAST : BenchSink.FLAG_PLAIN);
+        long warmupEnd = System.nanoTime() + WARMUP_NANOS;
+        int warmup = 0;
+        while (warmup < Math.max(10, count / 4) || System.nanoTime() - warmupEnd < 0) {
+            send(c, header, pool[warmup % POOL].data(), BenchSink.FLAG_PLAIN);
+            warmup++;
         }
+        send(c, header, pool[warmup % POOL].data(), BenchSink.FLAG_LAST);
         ack.clear();
         BenchSink.readFully(c, ack);
         if (!throughput) {
@@ -116,6 +129,7 @@ public final class BenchSource {
             }
             return;
         }
+        System.out.println("T0"); // the bench starts counting the receiving process's CPU here
         long cpu0 = cpu();
         long t0 = System.nanoTime();
         for (int i = 0; i < count; i++) {

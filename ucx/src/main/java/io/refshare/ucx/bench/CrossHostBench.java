@@ -21,7 +21,8 @@ import java.util.stream.Stream;
  * {@code refshare bench}'s cross-host rows: the UCX bridge against a plain TCP socket copy of
  * the same bytes, between two network namespaces joined by a veth pair (UCX over its TCP
  * transport). For each size, the bridge and then the socket: throughput (bytes per second
- * until the far side has the last message) and the sending process's CPU seconds per GiB; at
+ * until the far side has the last message) and the CPU seconds per GiB of the sending and of
+ * the receiving process over the same span; at
  * 1 KiB also the one-way p50 of probes sent 1 ms apart. Needs root (ip netns). Every process
  * runs in its own JVM.
  */
@@ -31,8 +32,12 @@ public final class CrossHostBench {
     /** Bytes each throughput row moves: a few seconds, so that a busy machine's noise averages out. */
     private static final long BYTES_PER_SIZE = 2L << 30;
 
-    /** One measured row: throughput in bytes/s, CPU seconds per GiB sent, p50 one-way latency in ns (or -1). */
-    public record Row(String path, long size, double bytesPerSecond, double cpuSecondsPerGiB, long p50Nanos) {
+    /**
+     * One measured row: throughput in bytes/s, CPU seconds per GiB of the sending and of the
+     * receiving process, p50 one-way latency in ns (or -1).
+     */
+    public record Row(String path, long size, double bytesPerSecond, double cpuSecondsPerGiB,
+                      double receiverCpuSecondsPerGiB, long p50Nanos) {
     }
 
     private CrossHostBench() {
@@ -88,16 +93,20 @@ public final class CrossHostBench {
                         try (Child src = Child.start(hosts.nsA, BenchSource.class, path, "throughput",
                                 Long.toString(size), Integer.toString(count), dirA.toString(), HostPair.IP_B, port,
                                 secret.toString())) {
+                            src.expect("T0");
+                            long sinkCpu0 = sink.cpuNanos();
                             String[] r = src.expect("R ").split(" ");
+                            long sinkCpu = sink.cpuNanos() - sinkCpu0;
                             double seconds = Long.parseLong(r[1]) / 1e9;
                             double bytes = Long.parseLong(r[3]);
-                            double cpuPerGiB = Long.parseLong(r[2]) / 1e9 / (bytes / (1L << 30));
+                            double gib = bytes / (1L << 30);
+                            double cpuPerGiB = Long.parseLong(r[2]) / 1e9 / gib;
                             long p50 = -1;
                             if (size == LATENCY_SIZE) {
                                 p50 = latency(hosts, sink, path, dirA, port, secret);
                             }
                             Row row = new Row(path.equals("ucx") ? "ucx-bridge" : "tcp-socket", size,
-                                    bytes / seconds, cpuPerGiB, p50);
+                                    bytes / seconds, cpuPerGiB, sinkCpu / 1e9 / gib, p50);
                             rows.add(row);
                             log.println(format(row));
                         }
@@ -132,14 +141,15 @@ public final class CrossHostBench {
     }
 
     public static String format(Row r) {
-        return String.format(Locale.ROOT, "cross-host %-10s %9s  %8.1f MiB/s  cpu %6.3f s/GiB%s", r.path(),
-                size(r.size()), r.bytesPerSecond() / (1 << 20), r.cpuSecondsPerGiB(),
+        return String.format(Locale.ROOT, "cross-host %-10s %9s  %8.1f MiB/s  cpu %6.3f s/GiB  receiver cpu %6.3f s/GiB%s",
+                r.path(), size(r.size()), r.bytesPerSecond() / (1 << 20), r.cpuSecondsPerGiB(),
+                r.receiverCpuSecondsPerGiB(),
                 r.p50Nanos() < 0 ? "" : String.format(Locale.ROOT, "  p50 %.1f us", r.p50Nanos() / 1e3));
     }
 
     /**
      * The targets: throughput at least 0.9x the socket's from 1 MiB on, p50 within 2x of it at
-     * 1 KiB; and, reported without a target, the sender's CPU per GiB beside the socket's.
+     * 1 KiB; and, reported without a target, each side's CPU per GiB beside the socket's.
      */
     public static List<String> verdicts(List<Row> rows) {
         List<String> out = new ArrayList<>();
@@ -154,9 +164,11 @@ public final class CrossHostBench {
                         out.add(String.format(Locale.ROOT, "%s: throughput %.2fx the socket's (target >= 0.9x): %s",
                                 size(u.size()), ratio, ratio >= 0.9 ? "met" : "NOT met"));
                     }
-                    out.add(String.format(Locale.ROOT, "%s: sender CPU %.3f s/GiB, the socket's %.3f s/GiB (%.2fx)",
+                    out.add(String.format(Locale.ROOT, "%s: sender CPU %.3f s/GiB, the socket's %.3f s/GiB (%.2fx); "
+                                    + "receiver CPU %.3f s/GiB, the socket's %.3f s/GiB (%.2fx)",
                             size(u.size()), u.cpuSecondsPerGiB(), s.cpuSecondsPerGiB(),
-                            u.cpuSecondsPerGiB() / s.cpuSecondsPerGiB()));
+                            u.cpuSecondsPerGiB() / s.cpuSecondsPerGiB(), u.receiverCpuSecondsPerGiB(),
+                            s.receiverCpuSecondsPerGiB(), u.receiverCpuSecondsPerGiB() / s.receiverCpuSecondsPerGiB()));
                     if (u.p50Nanos() > 0 && s.p50Nanos() > 0) {
                         double ratio = (double) u.p50Nanos() / s.p50Nanos();
                         out.add(String.format(Locale.ROOT, "%s: p50 %.2fx the socket's (target <= 2x): %s",
@@ -204,6 +216,18 @@ public final class CrossHostBench {
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT);
             HostPair.ucxEnvironment(pb.environment());
             return new Child(pb.start());
+        }
+
+        /**
+         * The CPU time of the process and all its threads so far ({@code ip netns exec} execs the
+         * JVM, so this is its pid), from {@code /proc/PID/stat} in clock ticks of 10 ms (Linux's
+         * fixed user-visible tick).
+         */
+        long cpuNanos() throws IOException {
+            String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+            // fields after the command name, which is in parentheses and may hold spaces
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L; // utime, stime
         }
 
         String expect(String prefix) throws InterruptedException {
