@@ -67,12 +67,17 @@ final class ScalingBench {
             ScalingBench bench = new ScalingBench(rs, peers, log);
             StringBuilder table = new StringBuilder(header());
             for (long size : settings.sizes()) {
-                // unmeasured first: every JVM compiles its consuming and its producing path
-                bench.fanOut(size, CONSUMERS[CONSUMERS.length - 1], MESSAGES / 2);
-                bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], MESSAGES / 8);
+                // unmeasured first: every JVM compiles its consuming and its producing path. Each
+                // consumer alone, with as many messages as a measured point: shared among eight, a
+                // warm-up left each JVM a few thousand messages, too few to compile its path, and
+                // the measured points then timed the compilers
+                for (PeerProcess peer : peers) {
+                    bench.fanOut(size, List.of(peer), MESSAGES);
+                }
+                bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], MESSAGES); // as many from each producer
                 List<Point> fanOut = new ArrayList<>();
                 for (int c : CONSUMERS) {
-                    fanOut.add(bench.fanOut(size, c, MESSAGES));
+                    fanOut.add(bench.fanOut(size, peers.subList(0, c), MESSAGES));
                 }
                 List<Point> fanIn = new ArrayList<>();
                 for (int p : PRODUCERS) {
@@ -99,14 +104,14 @@ final class ScalingBench {
     }
 
     /** This JVM puts {@code messages} to {@code consumers} peers draining one queue. */
-    private Point fanOut(long size, int consumers, long messages) throws Exception {
+    private Point fanOut(long size, List<PeerProcess> consumers, long messages) throws Exception {
         List<String> results = new ArrayList<>();
         try (ShareQueue queue = rs.createQueue(CAPACITY)) {
-            for (int i = 0; i < consumers; i++) {
-                peers.get(i).send(BenchPeer.RS_DRAIN, queue.name());
+            for (PeerProcess consumer : consumers) {
+                consumer.send(BenchPeer.RS_DRAIN, queue.name());
             }
-            for (int i = 0; i < consumers; i++) {
-                peers.get(i).await(BenchPeer.READY);
+            for (PeerProcess consumer : consumers) {
+                consumer.await(BenchPeer.READY);
             }
             for (long m = 0; m < messages; m++) {
                 try (Tensor t = rs.allocateBytes(size)) {
@@ -115,8 +120,8 @@ final class ScalingBench {
                 }
             }
             queue.endOfStream();
-            for (int i = 0; i < consumers; i++) {
-                results.add(peers.get(i).await(BenchPeer.RESULT));
+            for (PeerProcess consumer : consumers) {
+                results.add(consumer.await(BenchPeer.RESULT));
             }
         }
         long count = 0;
@@ -138,9 +143,9 @@ final class ScalingBench {
             latencies.add(l);
         }
         if (count != messages) {
-            throw new IOException("fan-out to " + consumers + ": " + count + " of " + messages + " messages taken");
+            throw new IOException("fan-out to " + consumers.size() + ": " + count + " of " + messages + " messages taken");
         }
-        return logged(point(size, 1, consumers, count, last - first, latencies));
+        return logged(point(size, 1, consumers.size(), count, last - first, latencies));
     }
 
     /** {@code producers} peers put {@code perProducer} messages each; this JVM takes them all. */
