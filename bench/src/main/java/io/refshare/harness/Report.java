@@ -52,14 +52,7 @@ final class Report {
                 if (x.size() != size) {
                     continue;
                 }
-                double p50 = latency(r, x, 0.5);
-                String vsLatency = x.baseline() ? "baseline" : base == null ? "-" : ratio(latency(r, base, 0.5) / p50);
-                String vsThroughput = x.baseline() ? "baseline" : base == null ? "-"
-                        : ratio(x.throughput().tensorsPerSecond() / base.throughput().tensorsPerSecond());
-                line(s, "%-9s %-34s %9s %9s %9s %12s %10s %12s %12s", ByteSize.label(size), x.system(),
-                        micros(p50), micros(latency(r, x, 0.9)), micros(latency(r, x, 0.99)),
-                        String.format(Locale.ROOT, "%,.0f", x.throughput().tensorsPerSecond()),
-                        gigabytes(x.throughput().gigabytesPerSecond()), vsLatency, vsThroughput);
+                line(s, "%-9s %-34s %9s %9s %9s %12s %10s %12s %12s", (Object[]) cells(r, x, base));
             }
         }
         s.append('\n');
@@ -136,6 +129,21 @@ final class Report {
         return new Reclamation(0, nanos, new long[0], 0).holdLabel();
     }
 
+    /**
+     * One row of the results table, as both the text and the Markdown table show it: size,
+     * system, p50, p90, p99, tensors/s, GB/s, and the two ratios against {@code base} (the copy
+     * baseline at that size, or null when there is none).
+     */
+    private static String[] cells(BenchResults r, Measurement x, Measurement base) {
+        double p50 = latency(r, x, 0.5);
+        String vsLatency = x.baseline() ? "baseline" : base == null ? "-" : ratio(latency(r, base, 0.5) / p50);
+        String vsThroughput = x.baseline() ? "baseline" : base == null ? "-"
+                : ratio(x.throughput().tensorsPerSecond() / base.throughput().tensorsPerSecond());
+        return new String[] {ByteSize.label(x.size()), x.system(), micros(p50), micros(latency(r, x, 0.9)),
+                micros(latency(r, x, 0.99)), String.format(Locale.ROOT, "%,.0f", x.throughput().tensorsPerSecond()),
+                gigabytes(x.throughput().gigabytesPerSecond()), vsLatency, vsThroughput};
+    }
+
     /** The table as Markdown, with the machine, date and load: for a README. */
     static String markdown(BenchResults r) {
         StringBuilder s = new StringBuilder();
@@ -152,14 +160,7 @@ final class Report {
                 if (x.size() != size) {
                     continue;
                 }
-                double p50 = latency(r, x, 0.5);
-                String vsLatency = x.baseline() ? "baseline" : base == null ? "-" : ratio(latency(r, base, 0.5) / p50);
-                String vsThroughput = x.baseline() ? "baseline" : base == null ? "-"
-                        : ratio(x.throughput().tensorsPerSecond() / base.throughput().tensorsPerSecond());
-                line(s, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |", ByteSize.label(size), x.system(), micros(p50),
-                        micros(latency(r, x, 0.9)), micros(latency(r, x, 0.99)),
-                        String.format(Locale.ROOT, "%,.0f", x.throughput().tensorsPerSecond()),
-                        gigabytes(x.throughput().gigabytesPerSecond()), vsLatency, vsThroughput);
+                line(s, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |", (Object[]) cells(r, x, base));
             }
         }
         if (!r.reclamations().isEmpty()) {

@@ -141,15 +141,20 @@ final class CounterFilePool {
         byId = ids;
     }
 
+    /** The file of a token of ours; null once its file is gone (every token back) or the pool closed. */
+    private OwnFile own(long token) {
+        return byId[(int) (token >>> 32)];
+    }
+
     /** The counter file of a token of ours; null once the pool is closed. */
     CounterFile file(long token) {
-        OwnFile f = byId[(int) (token >>> 32)];
+        OwnFile f = own(token);
         return f == null ? null : f.file;
     }
 
     /** The name of the counter file of a token of ours (ASCII), as a message carries it. */
     byte[] fileName(long token) {
-        return byId[(int) (token >>> 32)].name;
+        return own(token).name;
     }
 
     /** The slot of a token of ours. */
@@ -164,7 +169,7 @@ final class CounterFilePool {
      * found damaged by this very check.
      */
     boolean isReturned(long token, int tag) {
-        OwnFile f = byId[(int) (token >>> 32)];
+        OwnFile f = own(token);
         if (f == null) {
             return true; // the pool was closed; the file is gone already
         }
