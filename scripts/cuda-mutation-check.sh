@@ -44,6 +44,13 @@ MUTATIONS=(
                 return; // close closed every segment
             }|CudaSafetyTest#closeWaitsForAReleaseInProgress"
 "no-device-checks|$C/CudaContext.java|        checkSharable(driver, device, \"CUDA device \" + ordinal + \" (\" + name + \")\");||CudaSafetyTest#devicesThatCannotShareAreRefusedPlainly"
+"dead-sender-unchecked|$S|                refuseIfSenderDead(counters.owner(), d);||CudaDeadSenderTest#aDeviceTensorOfAKilledSenderIsRefusedWithoutOpeningAnything"
+"dead-sender-before-claim|$S|                claimOrThrow(counters, slot, tag);
+                claimed = true;
+                refuseIfSenderDead(counters.owner(), d);|                refuseIfSenderDead(counters.owner(), d);
+                claimOrThrow(counters, slot, tag);
+                claimed = true;|CudaDeadSenderTest#aDeviceTensorOfAKilledSenderIsRefusedWithoutOpeningAnything"
+"unknown-sender-refused|$S|directory.verdict(sender) == Verdict.DEAD|directory.verdict(sender) != Verdict.ALIVE|CudaDeadSenderTest#aSenderNotKnownToBeDeadIsNotRefused"
 )
 
 missed=0

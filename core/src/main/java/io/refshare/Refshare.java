@@ -361,8 +361,10 @@ public final class Refshare implements AutoCloseable {
      * @throws ResourceLimitException when this process cannot be recorded in the sender's
      *                                counter file (every peer entry taken): nothing is taken,
      *                                the message can be received later or elsewhere
-     * @throws RefshareException      when the message was already received or returned, or a
-     *                                file it names is unusable (gone with its producer, say)
+     * @throws RefshareException      when the message was already received or returned, it is
+     *                                a device tensor whose sender is dead (its reference goes
+     *                                back), or a file it names is unusable (gone with its
+     *                                producer, say)
      */
     public Tensor receive(byte[] message) {
         Objects.requireNonNull(message, "message (the bytes share() returned)");

@@ -11,6 +11,7 @@ import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.Verdict;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
@@ -244,13 +245,14 @@ public final class Sharing implements AutoCloseable {
      * count, and so does one naming another range than its token was handed out for. Host
      * memory is checked and mapped before the token is taken; device memory is opened after
      * (so a stale descriptor never opens freed memory), and a device descriptor refused then
-     * gives its token back.
+     * (its sender dead, a failed open) gives its token back.
      *
      * @throws io.refshare.exceptions.ResourceLimitException when this process cannot record itself in
      *         the sender's counter file (every peer entry taken): nothing was consumed, the
      *         descriptor can be received later or by another process
      * @throws InvalidDataException when the descriptor does not match the sender's files
-     * @throws RefshareException when the message was already received or returned, or a file is unusable
+     * @throws RefshareException when the message was already received or returned, a device block's
+     *         sender is dead, or a file is unusable
      */
     public ReceivedBlock receive(Descriptor d) {
         return receive(d, d.slot());
@@ -277,9 +279,11 @@ public final class Sharing implements AutoCloseable {
             if (dev != null) {
                 // device memory is claimed before it is opened: while the token is ours the sender cannot
                 // free the allocation nor destroy the event, so a stale descriptor (returned, received, its
-                // block freed) never opens either. A descriptor refused after the claim gives the token back.
+                // block freed) never opens either. A descriptor refused after the claim (its sender dead, a
+                // failed open) gives the token back.
                 claimOrThrow(counters, slot, tag);
                 claimed = true;
+                refuseIfSenderDead(counters.owner(), d);
                 mapping = dev.open(d);
             } else {
                 // host memory outlives its sender: everything is checked and mapped before the token is
@@ -334,6 +338,21 @@ public final class Sharing implements AutoCloseable {
     }
 
     private record KnownTag(Descriptor block, int tag) {
+    }
+
+    /**
+     * Refuses a device block whose sender is DEAD: its event went with it, and the memory it
+     * allocated (or held a reference on, for a forwarder) is freed or no longer protected, so
+     * the driver must not be asked to open either. Only DEAD refuses: UNKNOWN (another PID
+     * namespace without a life file here, say) may be a live sender, and refusing it would
+     * lose a good message. A sender that dies after this check is not caught here.
+     */
+    private void refuseIfSenderDead(ProcessIdentity sender, Descriptor d) {
+        if (directory.verdict(sender) == Verdict.DEAD) {
+            throw new RefshareException("device block of segment " + d.segmentName() + " refused: its sender, "
+                    + sender + ", is dead, and device memory and events do not outlive their process; nothing was"
+                    + " opened, and the reference goes back");
+        }
     }
 
     private static void claimOrThrow(CounterFile counters, int slot, int tag) {

@@ -53,7 +53,9 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * <h2>Limitations</h2>
  * Device memory belongs to the producing process: unlike host memory, it does not outlive
  * that process, and closing the producer's {@code Refshare} frees it even if consumers still
- * hold blocks. Keep producers alive until their consumers are done.
+ * hold blocks. Keep producers alive until their consumers are done. A receive refuses a
+ * device block whose sender is already dead before it gets here ({@link Sharing#receive});
+ * a sender that dies later, while this process's stream waits on its event, is not caught.
  */
 public final class CudaSharing implements DeviceSharing {
     private static final System.Logger LOG = System.getLogger(CudaSharing.class.getName());

@@ -7,6 +7,8 @@ import io.refshare.Refshare;
 import io.refshare.RefshareConfig;
 import io.refshare.SharedHolder;
 import io.refshare.Tensor;
+import io.refshare.tensor.DType;
+import io.refshare.tensor.Device;
 import io.refshare.testing.Patterns;
 import io.refshare.wire.Backend;
 
@@ -19,14 +21,15 @@ import java.util.HexFormat;
 import java.util.Map;
 
 /**
- * A consumer (and forwarder) process for the CUDA tests. Args: shm directory, driver library
- * ("-" for the default), "double" or "real". Commands on stdin, answers on stdout:
+ * A consumer (and forwarder, or producer) process for the CUDA tests. Args: shm directory, driver
+ * library ("-" for the default), "double" or "real". Commands on stdin, answers on stdout:
  * <pre>
+ *   MAKE id seed bytes host|cuda  allocate a tensor, write seed's pattern, keep -> MADE id
  *   RECV id seed hex   receive, verify every byte (device: copied to the host), keep -> OK id | BAD id detail
  *   TAKE id hex        receive only, keep; with the double, answers once its stream is blocked
  *                      waiting for the sender's event                     -> TAKEN id pendingOps
  *   VERIFY id seed     verify a kept tensor again                          -> OK id | BAD id detail
- *   FORWARD id         share a kept tensor onward                          -> FORWARDED hex
+ *   FORWARD id         share a kept tensor (received or made) onward       -> FORWARDED hex
  *   REFUSE hex         try to receive, expecting a refusal                 -> REFUSED message | ACCEPTED
  *   CLOSE id           close a kept tensor                                 -> CLOSED id
  *   CLOSEASYNC id      close a kept tensor on another thread, answer at once -> CLOSING id
@@ -34,6 +37,7 @@ import java.util.Map;
  *   SET key value      a setting of the test double (nothing against a real driver) -> SET
  *   MAPPED host|cuda   segments of other processes mapped/opened now       -> MAPPED n
  *   CUDA               -> CUDA openSegments ipcOpens ipcCloses eventWaits
+ *   LIVE               references to this process's memory counted now     -> LIVE n
  *   DOUBLE name...     test double counters (-1 each against a real driver) -> DOUBLE v...
  *   HOPEN name         open a shared holder (one at a time)                 -> HOPENED
  *   HGET id seed       acquire the holder's current version, verify every byte, keep -> OK id | BAD id detail
@@ -67,6 +71,12 @@ public final class CudaPeerMain {
                 String answer;
                 try {
                     answer = switch (w[0]) {
+                        case "MAKE" -> {
+                            Tensor t = rs.allocate(Device.parse(w[4]), DType.UINT8, Long.parseLong(w[3]));
+                            kept.put(w[1], t);
+                            CudaAcrossProcessesTest.fill(rs, t, Long.parseLong(w[2]));
+                            yield "MADE " + w[1];
+                        }
                         case "RECV" -> {
                             Tensor t = rs.receive(hex.parseHex(w[3]));
                             kept.put(w[1], t);
@@ -121,6 +131,7 @@ public final class CudaPeerMain {
                             yield "CUDA " + s.openSegments() + " " + s.ipcOpens() + " " + s.ipcCloses() + " "
                                     + s.eventWaits();
                         }
+                        case "LIVE" -> "LIVE " + Internals.sharing(rs).liveCounts();
                         case "DOUBLE" -> {
                             StringBuilder b = new StringBuilder("DOUBLE");
                             for (int i = 1; i < w.length; i++) {

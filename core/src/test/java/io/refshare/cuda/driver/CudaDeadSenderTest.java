@@ -1,0 +1,200 @@
+package io.refshare.cuda.driver;
+
+import io.refshare.Refshare;
+import io.refshare.Tensor;
+import io.refshare.counter.CounterFile;
+import io.refshare.counter.CounterFileLayout;
+import io.refshare.exceptions.RefshareException;
+import io.refshare.inspect.Janitor;
+import io.refshare.shm.FileHeader;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.Verdict;
+import io.refshare.stats.CudaStats;
+import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Eventually;
+import io.refshare.testing.Patterns;
+import io.refshare.testing.TempShm;
+import io.refshare.wire.Descriptor;
+import io.refshare.wire.DescriptorCodec;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HexFormat;
+import java.util.regex.Pattern;
+
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.consumer;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.exit;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.send;
+import static io.refshare.cuda.driver.CudaAcrossProcessesTest.testDouble;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A device tensor whose sender died before it was received: device memory and events do not
+ * outlive their process, so the receive is refused before the driver opens anything, and the
+ * token goes back as after the other refusals that follow the claim. The sender is a child JVM
+ * ({@link CudaPeerMain}) killed with SIGKILL; this JVM receives. Only a DEAD verdict refuses:
+ * a live sender, and one not known to be dead, are received as before.
+ *
+ * <p>This JVM holds a host tensor of the sender across its death: the held token keeps the
+ * sender's counter file from a sweep (every {@code Refshare.open} starts one), which would
+ * otherwise race the device receive and could refuse it earlier, for the file being gone.
+ */
+class CudaDeadSenderTest {
+    private static final HexFormat HEX = HexFormat.of();
+    private static final long BYTES = 64 << 10;
+    private static final long HOST_SEED = 30;
+    private static final long DEVICE_SEED = 31;
+
+    /** A tensor of {@code device} made and shared by {@code producer}: the message's bytes. */
+    private static byte[] shareFrom(ChildJvm producer, String id, long seed, String device) {
+        assertEquals("MADE " + id, send(producer, "MAKE " + id + " " + seed + " " + BYTES + " " + device));
+        return HEX.parseHex(send(producer, "FORWARD " + id).substring("FORWARDED ".length()));
+    }
+
+    @Test
+    void aDeviceTensorOfAKilledSenderIsRefusedWithoutOpeningAnything() throws IOException {
+        CudaTestSupport.require();
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            ShmDirectory dir = shm.directory();
+            ProcessIdentity sender;
+            try (Refshare rs = Refshare.open(shm.config())) {
+                byte[] message;
+                Tensor host;
+                try (ChildJvm producer = consumer(shm)) {
+                    host = rs.receive(shareFrom(producer, "h", HOST_SEED, "host"));
+                    message = shareFrom(producer, "t", DEVICE_SEED, "cuda");
+                    producer.kill();
+                }
+                Descriptor d = DescriptorCodec.decode(message);
+                sender = d.sender();
+                Eventually.await(() -> dir.verdict(sender) == Verdict.DEAD, "the killed sender's life lock is dropped");
+                long memOpens = td == null ? 0 : td.counter("cuIpcOpenMemHandle");
+                long eventOpens = td == null ? 0 : td.counter("cuIpcOpenEventHandle");
+                try (host) {
+                    assertEquals(-1, Patterns.firstMismatch(host.data(), HOST_SEED), "host memory outlives its sender");
+
+                    var e = assertThrows(RefshareException.class, () -> rs.receive(message));
+                    assertTrue(e.getMessage().contains("its sender, " + sender + ", is dead"), e.getMessage());
+                    assertTrue(d.hasEvent(), "the refused message carried an event: it was not opened either");
+                    CudaStats s = rs.cuda().stats();
+                    assertEquals(0, s.ipcOpens(), "no IPC open");
+                    assertEquals(0, s.openSegments());
+                    assertEquals(0, s.eventWaits(), "no wait for the dead sender's event");
+                    if (td != null) {
+                        assertEquals(memOpens, td.counter("cuIpcOpenMemHandle"), "the driver opened no memory handle");
+                        assertEquals(eventOpens, td.counter("cuIpcOpenEventHandle"), "nor an event handle");
+                    }
+                    assertEquals(1, rs.stats().received(), "the host tensor only");
+                    // claimed, then given back, as the other refusals after the claim do: released, held by nobody
+                    try (CounterFile counters = CounterFile.open(dir, d.counterFileName())) {
+                        assertEquals(CounterFileLayout.RELEASED, counters.state(d.slot()));
+                        assertEquals(1, counters.heldBy(ProcessIdentity.current()), "only the host tensor's token");
+                    }
+                    var again = assertThrows(RefshareException.class, () -> rs.receive(message));
+                    assertTrue(again.getMessage().startsWith("message already received or returned"),
+                            again.getMessage());
+                }
+            }
+            if (td != null) {
+                CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            }
+            removeWhatTheDeadLeft(shm, sender);
+        }
+    }
+
+    @Test
+    void aDeviceTensorOfALiveSenderIsReceived() throws InterruptedException {
+        CudaTestSupport.require();
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            try (Refshare rs = Refshare.open(shm.config()); ChildJvm producer = consumer(shm);
+                 Arena arena = Arena.ofConfined()) {
+                byte[] message = shareFrom(producer, "t", DEVICE_SEED, "cuda");
+                assertEquals(Verdict.ALIVE, shm.directory().verdict(DescriptorCodec.decode(message).sender()));
+                try (Tensor t = rs.receive(message)) {
+                    assertEquals(-1, Patterns.firstMismatch(rs.cuda().copyToHost(t, arena), DEVICE_SEED));
+                    assertEquals("LIVE 1", send(producer, "LIVE"));
+                }
+                CudaStats s = rs.cuda().stats();
+                assertEquals(1, s.ipcOpens());
+                assertEquals(1, s.ipcCloses());
+                assertEquals(1, s.eventWaits());
+                assertEquals("LIVE 0", send(producer, "LIVE"), "the reference went back to the live sender");
+                exit(producer);
+            }
+            if (td != null) {
+                CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            }
+        }
+    }
+
+    /**
+     * A sender with no evidence either way (UNKNOWN: here its life file removed after its death, as a
+     * receiver in another PID namespace without that file would see it) is not refused: the receive
+     * goes to the driver as before. The double keeps a dead process's memory readable and ends the wait
+     * on its event; what a real driver does there is not known, so this needs the double.
+     */
+    @Test
+    void aSenderNotKnownToBeDeadIsNotRefused() throws IOException {
+        CudaTestSupport.requireDouble("keep a dead sender's device memory and event");
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            ShmDirectory dir = shm.directory();
+            ProcessIdentity sender;
+            try (Refshare rs = Refshare.open(shm.config()); Arena arena = Arena.ofConfined()) {
+                byte[] message;
+                Tensor host;
+                try (ChildJvm producer = consumer(shm)) {
+                    host = rs.receive(shareFrom(producer, "h", HOST_SEED, "host"));
+                    message = shareFrom(producer, "t", DEVICE_SEED, "cuda");
+                    producer.kill();
+                }
+                sender = DescriptorCodec.decode(message).sender();
+                try (host) {
+                    Eventually.await(() -> dir.removeLifeFileIfDead(sender), "the killed sender's life file can go");
+                    assertEquals(Verdict.UNKNOWN, dir.verdict(sender));
+                    try (Tensor t = rs.receive(message)) {
+                        assertEquals(-1, Patterns.firstMismatch(rs.cuda().copyToHost(t, arena), DEVICE_SEED));
+                    }
+                    assertEquals(1, rs.cuda().stats().ipcOpens(), "the receive reached the driver");
+                }
+            }
+            CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            removeWhatTheDeadLeft(shm, sender);
+            removeFilesOwnedBy(shm, sender);
+        }
+    }
+
+    /**
+     * The killed sender's files: its refshare files as the janitor removes them, and the double's
+     * memory and event files, which stand for what a real driver frees when a process dies.
+     */
+    private static void removeWhatTheDeadLeft(TempShm shm, ProcessIdentity sender) throws IOException {
+        shm.directory().leave(); // this process's last Refshare is closed: its life file goes
+        Janitor.sweep(shm.directory(), false);
+        Pattern doubleFile = Pattern.compile("rscudadbl-(mem|ev)-" + sender.pid() + "-\\d+");
+        for (String name : shm.files()) {
+            if (doubleFile.matcher(name).matches()) {
+                Files.delete(shm.path().resolve(name));
+            }
+        }
+    }
+
+    /** The janitor keeps the files of a process not known to be dead: removed by their owner's name here. */
+    private static void removeFilesOwnedBy(TempShm shm, ProcessIdentity owner) throws IOException {
+        for (String name : shm.files()) {
+            Path path = shm.path().resolve(name);
+            FileHeader header = FileHeader.readOrNull(shm.directory(), path);
+            if (header != null && header.owner().equals(owner)) {
+                Files.delete(path);
+            }
+        }
+    }
+}
