@@ -23,18 +23,20 @@ MUTATIONS=(
 "wrong-constant-double|$D|#define CU_EVENT_INTERPROCESS 0x4|#define CU_EVENT_INTERPROCESS 0x8|CudaAbiTest"
 "wrong-constant-java|$C/CudaDriver.java|CU_EVENT_INTERPROCESS = 0x4|CU_EVENT_INTERPROCESS = 0x8|CudaAbiTest"
 "wrong-java-argument-type|$C/CudaDriver.java|m.put(\"cuIpcCloseMemHandle\", FunctionDescriptor.of(JAVA_INT, JAVA_LONG))|m.put(\"cuIpcCloseMemHandle\", FunctionDescriptor.of(JAVA_INT, JAVA_INT))|CudaAbiTest"
-"free-under-importer|$S|        RuntimeException failure = null;|        receiveCache.releaseToken(token); RuntimeException failure = null; if (true) { device.release(segment); return; }|CudaSafetyTest#aProducerNeverFreesMemoryAConsumerStillHasOpen"
+"free-under-importer|$S|        RuntimeException failure = null;|        receiveCache.releaseToken(counters, slot); RuntimeException failure = null; if (true) { device.release(segment); return; }|CudaSafetyTest#aProducerNeverFreesMemoryAConsumerStillHasOpen"
 "missing-synchronize|$C/CudaSharing.java|                driver.memcpyDtoHAsync(dst, address, dst.byteSize(), stream);
                 driver.streamSynchronize(stream);|                driver.memcpyDtoHAsync(dst, address, dst.byteSize(), stream);|CudaDriverTest#aProcessNeverIpcOpensItsOwnMemory"
 "call-without-context|$C/CudaBackend.java|        try (CudaContext.Scope scope = context.enter()) {
             scope.driver().memFree(s.address());
         }|        CudaDriver.system().memFree(s.address());|CudaSafetyTest#aStaleDeviceDescriptorIsRefusedWithoutOpeningAnything"
-"token-before-release|$S|        RuntimeException failure = null;|        receiveCache.releaseToken(token); if (true) { device.release(segment); return; } RuntimeException failure = null;|CudaSafetyTest#aReceivedDeviceBlockKeepsItsTokenWhenItsReleaseFails"
-"open-before-claim|$S|                claimOrThrow(counters, d.slot(), tag);
+"token-before-release|$S|        RuntimeException failure = null;|        receiveCache.releaseToken(counters, slot); if (true) { device.release(segment); return; } RuntimeException failure = null;|CudaSafetyTest#aReceivedDeviceBlockKeepsItsTokenWhenItsReleaseFails"
+"open-before-claim|$S|                claimOrThrow(counters, slot, tag);
                 claimed = true;
+                refuseIfSenderDead(counters.owner(), d);
                 mapping = dev.open(d);|                mapping = dev.open(d);
-                claimOrThrow(counters, d.slot(), tag);
-                claimed = true;|CudaSafetyTest#aStaleDeviceDescriptorIsRefusedWithoutOpeningAnything"
+                claimOrThrow(counters, slot, tag);
+                claimed = true;
+                refuseIfSenderDead(counters.owner(), d);|CudaSafetyTest#aStaleDeviceDescriptorIsRefusedWithoutOpeningAnything"
 "context-not-restored|$C/CudaContext.java|                driver.setCurrentContext(previous);|                driver.hashCode();|CudaSafetyTest#theCallersCurrentContextIsRestored"
 "release-without-lifecycle-lock|$C/CudaSharing.java|        try (Use use = useIfOpen()) {
             if (use == null) {
