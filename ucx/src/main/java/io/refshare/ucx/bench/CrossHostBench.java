@@ -29,8 +29,12 @@ import java.util.stream.Stream;
 public final class CrossHostBench {
     public static final long LATENCY_SIZE = 1024;
     private static final int PORT = 13480;
-    /** Bytes each throughput row moves: a few seconds, so that a busy machine's noise averages out. */
-    private static final long BYTES_PER_SIZE = 2L << 30;
+    /**
+     * Bytes each throughput row moves (at most 20,000 messages): about 3 s at 1 MiB and above
+     * on this veth link, so that a shared machine's noise averages out (2 GiB, well under a
+     * second there, let single rows swing by 15 % either way).
+     */
+    private static final long BYTES_PER_SIZE = 8L << 30;
 
     /**
      * One measured row: throughput in bytes/s, CPU seconds per GiB of the sending and of the
