@@ -6,11 +6,20 @@
 #
 #   scripts/cuda-mutation-check.sh            # all mutations
 #   scripts/cuda-mutation-check.sh free sync  # only those whose name contains a word given
+#   scripts/cuda-mutation-check.sh --check    # only that each mutation still applies (its text is in
+#                                             # its file, its test method exists): no build, seconds;
+#                                             # CudaMutationScriptTest runs it with the suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. scripts/jdk.sh
-refshare_find_jdk
-refshare_require_maven
+check_only=false
+if [ "${1:-}" = --check ]; then
+    check_only=true
+    shift
+else
+    . scripts/jdk.sh
+    refshare_find_jdk
+    refshare_require_maven
+fi
 export REFSHARE_CUDA=double
 C=core/src/main/java/io/refshare/cuda/driver
 D=core/src/test/c/refshare_cuda_test_double.c
@@ -56,6 +65,7 @@ MUTATIONS=(
 )
 
 missed=0
+stale=0
 for m in "${MUTATIONS[@]}"; do
     IFS='|' read -r name file old new test <<<"$(printf '%s' "$m" | tr '\n' '\001')"
     old=${old//$'\001'/$'\n'}; new=${new//$'\001'/$'\n'}; test=${test//$'\001'/}
@@ -63,6 +73,18 @@ for m in "${MUTATIONS[@]}"; do
         wanted=false
         for w in "$@"; do case "$name" in *"$w"*) wanted=true ;; esac; done
         [ "$wanted" = true ] || continue
+    fi
+    if [ "$check_only" = true ]; then
+        class=${test%%#*}; method=${test#*#}; [ "$method" = "$test" ] && method=
+        source=$(find core/src/test/java -name "$class.java" | head -n 1)
+        if ! OLD="$old" python3 -c 'import os, sys; sys.exit(os.environ["OLD"] not in open(sys.argv[1]).read())' "$file"; then
+            echo "STALE   $name: its text is no longer in $file"; stale=$((stale + 1))
+        elif [ -z "$source" ] || { [ -n "$method" ] && ! grep -q "void $method(" "$source"; }; then
+            echo "STALE   $name: no test $test"; stale=$((stale + 1))
+        else
+            echo "APPLIES $name"
+        fi
+        continue
     fi
     git diff --quiet -- "$file" || { echo "$file has uncommitted changes: not mutating it" >&2; exit 2; }
     OLD="$old" NEW="$new" python3 - "$file" <<'PY'
@@ -80,4 +102,4 @@ PY
     fi
     git checkout -q -- "$file"
 done
-exit $((missed > 0))
+exit $((missed + stale > 0))
