@@ -21,27 +21,16 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * The sending host's side of the cross-host bench, one run per process:
  * {@code ucx|socket throughput|latency SIZE COUNT DIR IP PORT SECRET}. Throughput: COUNT
- * messages of SIZE bytes as fast as they go (after a warm-up of at least 4 s and 12,000 messages or 16 GiB), timed until the receiving side
- * has the last (bridge: delivered; socket: acknowledged), with this process's CPU time over
+ * messages of SIZE bytes as fast as they go (after a warm-up, see {@link #warmupMessages}), timed until
+ * the receiving side has the last (bridge: delivered; socket: acknowledged), with this process's CPU time over
  * the same span; prints {@code T0} as the timed span starts and {@code R nanos cpuNanos bytes} after it. Latency: COUNT probes 1 ms apart,
  * stamped with the send time (the sink prints the one-way times).
  */
 public final class BenchSource {
     private static final int POOL = 16;
-    /**
-     * Each run warms up for at least this long, and for at least {@link #warmupMessages} messages:
-     * this JVM is fresh, and the receiving one meets the rendezvous path first at the first size
-     * above 64 KiB. With a quarter of the count alone, the 1 MiB bridge rows were timed while
-     * both JVMs still compiled it (the receiver's C2 thread a third of its CPU).
-     */
+    /** Each run warms up for at least this long, and for at least {@link #warmupMessages} messages. */
     private static final long WARMUP_NANOS = 4_000_000_000L;
-    /**
-     * Messages that reach C2 with their per-message methods: at 1 MiB these are compiled only
-     * after some 5,000 to 9,000 messages (6 to 9 s into a receiving JVM's life, its compilation
-     * log showed), so 4 s alone timed the 1 MiB rows half compiled.
-     */
     private static final int WARMUP_COMPILED_MESSAGES = 12_000;
-    /** ... but no more bytes than this to get there (a 16 MiB row stops at 1,024 messages). */
     private static final long WARMUP_MAX_BYTES = 16L << 30;
 
     public static void main(String[] a) throws Exception {
@@ -113,8 +102,15 @@ public final class BenchSource {
         System.out.println("R " + elapsed + " " + cpu + " " + pool[0].data().byteSize() * count);
     }
 
-    /** The fewest warm-up messages of a run timing {@code count} messages of {@code size} bytes. */
-    static int warmupMessages(long size, int count) {
+    /**
+     * The fewest warm-up messages of a run timing {@code count} messages of {@code size} bytes:
+     * a quarter of the count, and {@value #WARMUP_COMPILED_MESSAGES} (at most
+     * {@value #WARMUP_MAX_BYTES} bytes of them). This JVM is fresh, and the receiving one meets
+     * the rendezvous path first at the first size above 64 KiB: its per-message methods reach
+     * C2 only after some 5,000 to 9,000 messages (6 to 9 s into its life at 1 MiB, its
+     * compilation log showed), so a quarter or 4 s alone timed the 1 MiB rows half compiled.
+     */
+    private static int warmupMessages(long size, int count) {
         long compiled = Math.min(WARMUP_COMPILED_MESSAGES, Math.max(1, WARMUP_MAX_BYTES / size));
         return (int) Math.max(Math.max(10, count / 4), compiled);
     }
