@@ -368,14 +368,16 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException   when {@code unit} is null
      */
     public Tensor poll(long timeout, TimeUnit unit) throws InterruptedException {
-        long deadline = System.nanoTime() + Math.max(0, unit.toNanos(timeout));
+        long nanos = Math.max(0, unit.toNanos(timeout));
+        boolean unbounded = nanos >= ShmQueue.UNBOUNDED_NANOS; // take: no clock read for a message there now
+        long deadline = unbounded ? 0 : System.nanoTime() + nanos;
         int rejectedHere = 0;
         while (true) {
             if (refshare.isClosed()) {
                 // checked before a message is claimed; a close racing the claim gives it back (ShmQueue)
                 throw new IllegalStateException("the Refshare of this queue handle is closed: it can receive nothing");
             }
-            long left = deadline - System.nanoTime();
+            long left = unbounded ? Long.MAX_VALUE : deadline - System.nanoTime();
             try {
                 // received while the message is still claimed in the queue: if this process dies
                 // before taking the reference, another consumer gets the message; after, the
@@ -388,7 +390,7 @@ public final class ShareQueue implements AutoCloseable {
                 rejections.warn(queue.name() + ": rejected a message: " + e.getMessage());
                 rejectedHere++;
             }
-            long remaining = deadline - System.nanoTime();
+            long remaining = unbounded ? Long.MAX_VALUE : deadline - System.nanoTime();
             if (remaining <= 0 && rejectedHere >= REJECTIONS_PAST_DEADLINE) {
                 return null; // every attempt failed until the deadline: the timeout still holds
             }

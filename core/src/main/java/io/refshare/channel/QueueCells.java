@@ -56,6 +56,12 @@ final class QueueCells {
     static final long CLOSED = -2;
     /** Claim attempts between reads of the clock, so a lost race is cheap and a deadline still holds. */
     private static final int CLAIM_ROUNDS_PER_CLOCK_READ = 256;
+    /**
+     * A claim's deadline for a caller that waits without limit anyway: the claim never gives up
+     * on time, and the caller reads no clock for a claim that succeeds at once (a clock read is
+     * a good share of a small message's cost on some virtual machines).
+     */
+    static final long NO_DEADLINE = Long.MIN_VALUE;
 
     private final MemorySegment mem;
     private final Geometry geometry;
@@ -79,7 +85,8 @@ final class QueueCells {
      * Claims the tail cell for a producer: its position, {@link #NO_ROOM}, or {@link #CLOSED}
      * (also when the stream ended during the claim: the position is then freed again, and a
      * consumer waiting on it should be woken). {@link #NO_ROOM} also once {@code deadline}
-     * (a {@link System#nanoTime()} value) has passed while the cells keep changing under it.
+     * (a {@link System#nanoTime()} value, or {@link #NO_DEADLINE}) has passed while the cells
+     * keep changing under it.
      */
     long claimWritable(long deadline) {
         if (isClosed()) {
@@ -87,7 +94,8 @@ final class QueueCells {
         }
         int skipped = 0;
         for (int round = 1; ; round++) {
-            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && System.nanoTime() - deadline >= 0) {
+            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && deadline != NO_DEADLINE
+                    && System.nanoTime() - deadline >= 0) {
                 return NO_ROOM; // lost every race for this long: a hostile writer, or the caller's time is up
             }
             long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
@@ -123,12 +131,14 @@ final class QueueCells {
     /**
      * Claims the head cell for a consumer: its position, {@link #EMPTY}, or {@link #CLOSED}
      * once the stream ended and no producer holds the head position. {@link #EMPTY} also
-     * once {@code deadline} has passed while the cells keep changing under it.
+     * once {@code deadline} (or never, for {@link #NO_DEADLINE}) has passed while the cells
+     * keep changing under it.
      */
     long claimReadable(long deadline) {
         int skipped = 0;
         for (int round = 1; ; round++) {
-            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && System.nanoTime() - deadline >= 0) {
+            if (round % CLAIM_ROUNDS_PER_CLOCK_READ == 0 && deadline != NO_DEADLINE
+                    && System.nanoTime() - deadline >= 0) {
                 return EMPTY;
             }
             boolean closed = isClosed();

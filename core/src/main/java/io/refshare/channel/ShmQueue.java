@@ -76,6 +76,12 @@ public final class ShmQueue implements AutoCloseable {
     /** The longest sleep on a futex before a waiter looks again (repairs, deadlines, a missed wake-up). */
     private static final long SLEEP_SLICE_NANOS = 50_000_000;
     /**
+     * Timeouts from this on (146 years) are waits without limit ({@code put}, {@code take}):
+     * a put or take that succeeds at once then reads no clock, which on some virtual machines
+     * costs as much as a tenth of a small message.
+     */
+    public static final long UNBOUNDED_NANOS = 1L << 62;
+    /**
      * How often a waiting consumer that finds the queue empty asks whether every producer
      * is dead (the creator's life lock and every attached producer's): the stream's end by
      * their death is seen within this plus a sleep slice.
@@ -281,18 +287,22 @@ public final class ShmQueue implements AutoCloseable {
      */
     public boolean offer(Outgoing message, long timeout, TimeUnit unit) throws InterruptedException {
         checkSize(message);
-        long start = System.nanoTime();
-        long deadline = start + Math.max(0, unit.toNanos(timeout));
+        long nanos = Math.max(0, unit.toNanos(timeout));
         enter();
         try {
             recordRole(ROLE_PRODUCER);
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            if (tryOffer(message, deadline)) {
+            boolean unbounded = nanos >= UNBOUNDED_NANOS;
+            long start = unbounded ? 0 : System.nanoTime(); // unbounded: the clock only if it must wait
+            if (tryOffer(message, unbounded ? QueueCells.NO_DEADLINE : start + nanos)) {
                 return true;
             }
-            return awaitRoom(message, start, deadline);
+            if (unbounded) {
+                start = System.nanoTime();
+            }
+            return awaitRoom(message, start, start + nanos);
         } finally {
             exit();
         }
@@ -356,16 +366,23 @@ public final class ShmQueue implements AutoCloseable {
      * @throws ProducersGoneException once the queue is empty and every producer is dead
      */
     public <T> T poll(long timeout, TimeUnit unit, Incoming<T> whileClaimed) throws InterruptedException {
-        long start = System.nanoTime();
-        long deadline = start + Math.max(0, unit.toNanos(timeout));
+        long nanos = Math.max(0, unit.toNanos(timeout));
         enter();
         try {
             recordRole(ROLE_CONSUMER);
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            T m = tryPoll(whileClaimed, deadline);
-            return m != null ? m : awaitMessage(start, deadline, whileClaimed);
+            boolean unbounded = nanos >= UNBOUNDED_NANOS;
+            long start = unbounded ? 0 : System.nanoTime(); // unbounded: the clock only if it must wait
+            T m = tryPoll(whileClaimed, unbounded ? QueueCells.NO_DEADLINE : start + nanos);
+            if (m != null) {
+                return m;
+            }
+            if (unbounded) {
+                start = System.nanoTime();
+            }
+            return awaitMessage(start, start + nanos, whileClaimed);
         } finally {
             exit();
         }
@@ -594,7 +611,7 @@ public final class ShmQueue implements AutoCloseable {
 
     /** Claims the tail cell for a producer: its position, {@link QueueCells#NO_ROOM} or {@link QueueCells#CLOSED}. */
     long claimWritable() {
-        return claimWritable(System.nanoTime() + Long.MAX_VALUE);
+        return claimWritable(QueueCells.NO_DEADLINE);
     }
 
     private long claimWritable(long deadline) {
@@ -621,7 +638,7 @@ public final class ShmQueue implements AutoCloseable {
 
     /** Claims the head cell for a consumer: its position, {@link QueueCells#EMPTY} or {@link QueueCells#CLOSED}. */
     long claimReadable() {
-        return cells.claimReadable(System.nanoTime() + Long.MAX_VALUE);
+        return cells.claimReadable(QueueCells.NO_DEADLINE);
     }
 
     /**
