@@ -242,7 +242,7 @@ final class ReceiveCache {
         OpenCounters c = counters.get(file.name());
         if (c != null && --c.tokens == 0 && retiredOrBroken(file)) {
             counters.remove(file.name());
-            leave(file);
+            leave(file, false); // its token count says this process holds none of the file's tokens
             file.close();
         }
     }
@@ -255,9 +255,16 @@ final class ReceiveCache {
         }
     }
 
-    /** Leaves {@code file} cleanly; returns the tokens this gave back. A damaged file is left as it is. */
-    private static int leave(CounterFile file) {
+    /**
+     * Leaves {@code file} cleanly, first giving back what this process still holds of it when
+     * {@code mayHoldTokens}; returns the tokens given back. A damaged file is left as it is.
+     */
+    private static int leave(CounterFile file, boolean mayHoldTokens) {
         try {
+            if (!mayHoldTokens) {
+                file.leaveHoldingNone();
+                return 0;
+            }
             return file.leave();
         } catch (RuntimeException | InternalError e) {
             LOG.log(System.Logger.Level.WARNING, "cannot leave " + file + " cleanly: the file is damaged", e);
@@ -281,7 +288,7 @@ final class ReceiveCache {
     synchronized int close() {
         int released = 0;
         for (OpenCounters c : counters.values()) {
-            released += leave(c.file);
+            released += leave(c.file, true);
         }
         segments.values().forEach(m -> m.file.close());
         counters.values().forEach(c -> c.file.close());

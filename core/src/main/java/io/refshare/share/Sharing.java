@@ -309,7 +309,9 @@ public final class Sharing implements AutoCloseable {
                 }
             } catch (RuntimeException suppressed) {
                 e.addSuppressed(suppressed);
-                receiveCache.unholdCounters(counters); // the memory may still be open: the count stays
+                if (!claimed) {
+                    receiveCache.unholdCounters(counters);
+                } // else the memory may still be open: the token stays held, and this process in the file with it
                 throw e;
             }
             if (claimed) {
@@ -406,9 +408,9 @@ public final class Sharing implements AutoCloseable {
         try {
             device.release(segment);
         } catch (RuntimeException e) {
-            // the memory may still be open here: keeping the token (until this process exits and the
-            // sender reclaims it) leaks a block, returning it could let the sender free memory in use
-            receiveCache.unholdCounters(counters);
+            // the memory may still be open here: keeping the token (and this process's entry in the
+            // counter file, until it exits and the sender reclaims the token) leaks a block, returning
+            // it could let the sender free memory in use
             if (failure != null) {
                 e.addSuppressed(failure);
             }

@@ -102,6 +102,30 @@ class CudaSafetyTest {
         }
     }
 
+    /**
+     * As above, with one token a counter file, so that the file is retired when the release
+     * fails: the token stays held (and this process in the file), instead of being released
+     * as this process leaves a file it no longer counts tokens of.
+     */
+    @Test
+    void aFailedReleaseKeepsItsTokenInARetiredCounterFileToo() {
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm, "make a release fail");
+            try (Refshare rs = Refshare.open(shm.config().withSlotsPerCounterFile(1))) {
+                Tensor t = rs.allocate(CUDA, DType.UINT8, 4096);
+                fill(rs, t, 5);
+                Tensor back = Internals.receive(rs, Internals.shareDescriptor(rs, t));
+                td.fail("cuStreamSynchronize", 700, 1);
+                assertThrows(CudaException.class, back::close);
+                assertEquals(1, Internals.sharing(rs).liveCounts(), "the token stays counted while the memory may be open");
+                t.close();
+            } finally {
+                td.reset();
+            }
+            CudaDriverTest.assertNoDeviceObjectsLeft(td);
+        }
+    }
+
     /** Disposing a forwarded block's event fails: the segment is still released, then the token goes back. */
     @Test
     void aFailedEventDestroyStillReleasesTheSegmentBeforeTheToken() {
