@@ -294,14 +294,10 @@ public final class ShmQueue implements AutoCloseable {
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            boolean unbounded = nanos >= UNBOUNDED_NANOS;
-            long start = unbounded ? 0 : System.nanoTime(); // unbounded: the clock only if it must wait
-            if (tryOffer(message, unbounded ? QueueCells.NO_DEADLINE : start + nanos)) {
+            if (tryOffer(message, claimDeadline(nanos))) {
                 return true;
             }
-            if (unbounded) {
-                start = System.nanoTime();
-            }
+            long start = System.nanoTime();
             return awaitRoom(message, start, start + nanos);
         } finally {
             exit();
@@ -373,15 +369,11 @@ public final class ShmQueue implements AutoCloseable {
             if (Thread.interrupted()) {
                 throw new InterruptedException();
             }
-            boolean unbounded = nanos >= UNBOUNDED_NANOS;
-            long start = unbounded ? 0 : System.nanoTime(); // unbounded: the clock only if it must wait
-            T m = tryPoll(whileClaimed, unbounded ? QueueCells.NO_DEADLINE : start + nanos);
+            T m = tryPoll(whileClaimed, claimDeadline(nanos));
             if (m != null) {
                 return m;
             }
-            if (unbounded) {
-                start = System.nanoTime();
-            }
+            long start = System.nanoTime();
             return awaitMessage(start, start + nanos, whileClaimed);
         } finally {
             exit();
@@ -821,6 +813,14 @@ public final class ShmQueue implements AutoCloseable {
     }
 
     // ---- helpers ----
+
+    /**
+     * The deadline of the first claim of a wait of {@code nanos}: none for an unbounded one, so
+     * that a put or take that succeeds at once reads no clock; a wait that follows reads it.
+     */
+    private static long claimDeadline(long nanos) {
+        return nanos >= UNBOUNDED_NANOS ? QueueCells.NO_DEADLINE : System.nanoTime() + nanos;
+    }
 
     private boolean tryOffer(Outgoing message, long deadline) {
         long t = claimWritable(deadline);
