@@ -57,10 +57,10 @@ final class CounterFilePool {
     private final ShmDirectory directory;
     private final int slotsPerFile;
     private final int peersPerFile;
-    private final Map<CounterFile, OwnFile> files = new ConcurrentHashMap<>();
     private final Map<String, OwnFile> byName = new ConcurrentHashMap<>();
     /**
-     * The files by id; an id is used again once its file is gone. Safe: a file goes only when
+     * Our files, by id (the only list of them: {@link #all()}); an id is used again once its
+     * file is gone. Safe: a file goes only when
      * every token of it was seen back, and whoever saw a token back drops it, so no token of a
      * gone file is held anywhere. Replaced (never written in place once published) under the
      * lock, read without it.
@@ -117,7 +117,6 @@ final class CounterFilePool {
         OwnFile[] ids = byId.clone();
         ids[f.id] = f;
         byId = ids;
-        files.put(f.file, f);
         byName.put(f.file.name(), f);
         return f;
     }
@@ -134,11 +133,21 @@ final class CounterFilePool {
     }
 
     private void forget(OwnFile f) {
-        files.remove(f.file);
         byName.remove(f.file.name());
         OwnFile[] ids = byId.clone();
         ids[f.id] = null;
         byId = ids;
+    }
+
+    /** Our files now (a snapshot: files come and go under the lock). */
+    private List<OwnFile> all() {
+        List<OwnFile> all = new ArrayList<>();
+        for (OwnFile f : byId) {
+            if (f != null) {
+                all.add(f);
+            }
+        }
+        return all;
     }
 
     /** The file of a token of ours; null once its file is gone (every token back) or the pool closed. */
@@ -202,7 +211,7 @@ final class CounterFilePool {
         if (closed || f.damaged) {
             return;
         }
-        if (f.retired && f.outstanding.get() == 0 && files.get(f.file) == f) {
+        if (f.retired && f.outstanding.get() == 0 && byId[f.id] == f) {
             forget(f);
             f.file.unlink();
             if (f.file == pinned) {
@@ -215,8 +224,8 @@ final class CounterFilePool {
 
     /** {@code file} of ours failed while being used (a fault, a slot no token can hold): quarantine it. */
     synchronized void damaged(CounterFile file, Throwable cause) {
-        OwnFile f = files.get(file);
-        if (f != null) {
+        OwnFile f = byName.get(file.name());
+        if (f != null && f.file == file) {
             quarantine(f, cause);
         }
     }
@@ -265,7 +274,7 @@ final class CounterFilePool {
      */
     synchronized long liveTokens() {
         long live = 0;
-        for (OwnFile f : List.copyOf(files.values())) {
+        for (OwnFile f : all()) {
             if (!f.damaged) {
                 try {
                     live += f.file.live();
@@ -286,7 +295,7 @@ final class CounterFilePool {
      */
     synchronized int reclaimDeadHolders() {
         int reclaimed = 0;
-        for (OwnFile f : List.copyOf(files.values())) {
+        for (OwnFile f : all()) {
             if (f.damaged) {
                 continue;
             }
@@ -311,7 +320,7 @@ final class CounterFilePool {
     /** Tokens of ours that {@code holder} holds now (a scan: for tests and tools; quarantined files are skipped). */
     synchronized long heldBy(ProcessIdentity holder) {
         long n = 0;
-        for (OwnFile f : files.values()) {
+        for (OwnFile f : all()) {
             if (!f.damaged) {
                 try {
                     n += f.file.heldBy(holder);
@@ -325,13 +334,13 @@ final class CounterFilePool {
 
     /** Counter files of ours still needed, quarantined ones included. */
     int liveFiles() {
-        return files.size();
+        return all().size();
     }
 
     /** Quarantined counter files of ours. */
     int quarantinedFiles() {
         int n = 0;
-        for (OwnFile f : files.values()) {
+        for (OwnFile f : all()) {
             if (f.damaged) {
                 n++;
             }
@@ -342,8 +351,7 @@ final class CounterFilePool {
     /** Unlinks and unmaps every file: processes still holding tokens keep their own mappings. */
     synchronized void close() {
         closed = true;
-        List<OwnFile> all = new ArrayList<>(files.values());
-        files.clear();
+        List<OwnFile> all = all();
         byName.clear();
         byId = new OwnFile[byId.length]; // every token counts as back
         current = null;
