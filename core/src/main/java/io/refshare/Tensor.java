@@ -66,7 +66,6 @@ public final class Tensor implements AutoCloseable {
 
     private final Storage storage;
     private final TensorLayout layout;
-    /** Set once, by the one {@link #close()} that releases the reference. */
     /**
      * While open, null or the {@link LeakDetector.Watch} on this tensor; {@link #CLOSED} once
      * closed. One field for both: a received tensor is the one object its message leaves behind,

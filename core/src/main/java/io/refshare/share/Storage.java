@@ -23,6 +23,7 @@ import java.lang.invoke.VarHandle;
  */
 public abstract sealed class Storage permits LocalBlock, MappedBlock {
     private static final VarHandle REFERENCES;
+    private static final byte[] NO_HANDLE = new byte[0];
 
     static {
         try {
@@ -36,7 +37,6 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
     private volatile int references = 1;
     final Sharing sharing;
     private volatile SentBlock sent;
-    private static final byte[] NO_HANDLE = new byte[0];
 
     Storage(Sharing sharing) {
         this.sharing = sharing;

@@ -57,6 +57,20 @@ class CudaDeadSenderTest {
         return HEX.parseHex(send(producer, "FORWARD " + id).substring("FORWARDED ".length()));
     }
 
+    /** What a killed sender left this process: a host tensor it shared (held here) and a device tensor's message. */
+    private record FromTheDead(Tensor host, byte[] message) {
+    }
+
+    /** A child shares a host tensor (received here, and held) and a device tensor (its message kept), then is killed. */
+    private static FromTheDead shareThenDie(Refshare rs, TempShm shm) {
+        try (ChildJvm producer = consumer(shm)) {
+            Tensor host = rs.receive(shareFrom(producer, "h", HOST_SEED, "host"));
+            byte[] message = shareFrom(producer, "t", DEVICE_SEED, "cuda");
+            producer.kill();
+            return new FromTheDead(host, message);
+        }
+    }
+
     @Test
     void aDeviceTensorOfAKilledSenderIsRefusedWithoutOpeningAnything() throws IOException {
         CudaTestSupport.require();
@@ -65,13 +79,9 @@ class CudaDeadSenderTest {
             ShmDirectory dir = shm.directory();
             ProcessIdentity sender;
             try (Refshare rs = Refshare.open(shm.config())) {
-                byte[] message;
-                Tensor host;
-                try (ChildJvm producer = consumer(shm)) {
-                    host = rs.receive(shareFrom(producer, "h", HOST_SEED, "host"));
-                    message = shareFrom(producer, "t", DEVICE_SEED, "cuda");
-                    producer.kill();
-                }
+                FromTheDead dead = shareThenDie(rs, shm);
+                byte[] message = dead.message();
+                Tensor host = dead.host();
                 Descriptor d = DescriptorCodec.decode(message);
                 sender = d.sender();
                 Eventually.await(() -> dir.verdict(sender) == Verdict.DEAD, "the killed sender's life lock is dropped");
@@ -149,13 +159,9 @@ class CudaDeadSenderTest {
             ShmDirectory dir = shm.directory();
             ProcessIdentity sender;
             try (Refshare rs = Refshare.open(shm.config()); Arena arena = Arena.ofConfined()) {
-                byte[] message;
-                Tensor host;
-                try (ChildJvm producer = consumer(shm)) {
-                    host = rs.receive(shareFrom(producer, "h", HOST_SEED, "host"));
-                    message = shareFrom(producer, "t", DEVICE_SEED, "cuda");
-                    producer.kill();
-                }
+                FromTheDead dead = shareThenDie(rs, shm);
+                byte[] message = dead.message();
+                Tensor host = dead.host();
                 sender = DescriptorCodec.decode(message).sender();
                 try (host) {
                     Eventually.await(() -> dir.removeLifeFileIfDead(sender), "the killed sender's life file can go");
