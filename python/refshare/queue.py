@@ -17,10 +17,10 @@ CAPACITY, MAX_MESSAGE, CELL_LENGTH, PARTICIPANT_CAPACITY, CLOSED = 32, 36, 40, 4
 GIVEN_BACK = 56
 OFFERED_BY_DEPARTED, TAKEN_BY_DEPARTED, REJECTED = 64, 72, 80
 TAIL, HEAD = 128, 256
-NOT_EMPTY_SEQ, CONSUMERS_SLEEPING = 384, 388
-NOT_FULL_SEQ, PRODUCERS_SLEEPING = 512, 516
+NOT_EMPTY_SEQ, CONSUMERS_SLEEPING, CONSUMERS_SPINNING = 384, 388, 448
+NOT_FULL_SEQ, PRODUCERS_SLEEPING, PRODUCERS_SPINNING = 512, 516, 576
 ENTRY = 64
-E_IDENTITY, E_ROLE, E_OFFERED, E_TAKEN, E_CSLEEP, E_PSLEEP, E_PIDNS = 0, 8, 16, 24, 32, 36, 40
+E_IDENTITY, E_ROLE, E_OFFERED, E_TAKEN, E_CSLEEP, E_PSLEEP, E_PIDNS, E_CSPIN, E_PSPIN = 0, 8, 16, 24, 32, 36, 40, 48, 52
 ROLE_PRODUCER, ROLE_CONSUMER = 1, 2
 FREE, WRITING, FULL, READING = 0, 1, 2, 3
 RETURNED = 0xFFFF
@@ -186,12 +186,11 @@ class TensorQueue:
         f = self._f
         f.fetch_add64(OFFERED_BY_DEPARTED, f.exchange64(self._e(i, E_OFFERED), 0))
         f.fetch_add64(TAKEN_BY_DEPARTED, f.exchange64(self._e(i, E_TAKEN), 0))
-        n = native.exchange32(f.addr + self._e(i, E_CSLEEP), 0)
-        if n:
-            f.fetch_add32(CONSUMERS_SLEEPING, -n)
-        n = native.exchange32(f.addr + self._e(i, E_PSLEEP), 0)
-        if n:
-            f.fetch_add32(PRODUCERS_SLEEPING, -n)
+        for share, count in ((E_CSLEEP, CONSUMERS_SLEEPING), (E_PSLEEP, PRODUCERS_SLEEPING),
+                             (E_CSPIN, CONSUMERS_SPINNING), (E_PSPIN, PRODUCERS_SPINNING)):
+            n = native.exchange32(f.addr + self._e(i, share), 0)
+            if n:
+                f.fetch_add32(count, -n)
         native.store32(f.addr + self._e(i, E_ROLE), 0)
         f.store64(self._e(i, E_PIDNS), 0)
 

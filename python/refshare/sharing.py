@@ -13,7 +13,7 @@ from .errors import InvalidDataError, RefshareError
 from .memory import Allocator, HEADER_BYTES, Segment
 from .tensor import HeldBlock, Tensor
 
-COUNTER_SLOTS = 10000
+COUNTER_SLOTS = 100000
 COUNTER_PEERS = 256
 PRUNE_EVERY = 1024  # a re-shared block's whole token list is settled each time it grows by this
 COLLECT_SLICE_S = 0.010

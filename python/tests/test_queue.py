@@ -188,6 +188,30 @@ def test_a_dead_claimants_reading_cell_is_delivered_to_another_consumer(shmdir):
         assert settle(rs) == 0
 
 
+def test_a_dead_participants_sleeper_and_spinner_shares_leave_the_counts(shmdir):
+    """A Java consumer killed while spinning (or asleep) leaves its share in the global counts; a
+    Python sweep removes it, or Java producers would skip waking sleepers for a spinner that
+    is gone (protocol section 9.5)."""
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        f = q._f
+        dead = refshare.shm.ProcessIdentity(os.getpid(), refshare.shm.current().start + 12345)
+        open(os.path.join(shmdir, rs.directory.life_name(dead)), "wb").close()  # a life file nobody locks: DEAD
+        entry = 5
+        f.store64(q._e(entry), dead.packed())
+        shares = ((qm.E_CSLEEP, qm.CONSUMERS_SLEEPING), (qm.E_PSLEEP, qm.PRODUCERS_SLEEPING),
+                  (qm.E_CSPIN, qm.CONSUMERS_SPINNING), (qm.E_PSPIN, qm.PRODUCERS_SPINNING))
+        for n, (share, count) in enumerate(shares, start=1):
+            f.fetch_add32(q._e(entry, share), n)
+            f.fetch_add32(count, n)
+        q._sweep(fresh=True, adopt=False)
+        assert f.load64(q._e(entry)) == 0, "the dead entry was reclaimed"
+        for share, count in shares:
+            assert (f.load32(q._e(entry, share)), f.load32(count)) == (0, 0)
+        q.close()
+        os.unlink(os.path.join(shmdir, rs.directory.life_name(dead)))
+
+
 class _RecordingFile:
     """A queue's mapped file that notes the "given back" count at each CAS that returns a cell."""
 

@@ -6,6 +6,7 @@ import io.refshare.exceptions.QueueClosedException;
 import io.refshare.ShareQueue;
 import io.refshare.WaitStrategy;
 import io.refshare.Tensor;
+import org.HdrHistogram.Histogram;
 
 import java.io.BufferedReader;
 import java.io.EOFException;
@@ -56,7 +57,8 @@ public final class BenchPeer {
     /**
      * {@code RS_DRAIN queue}: takes until the stream ends, each message's one-way latency from the
      * producer's stamp (its first 8 bytes: {@code System.nanoTime()} just before {@code put}); replies
-     * {@code RESULT count firstTakeAt lastTakeAt latency...}.
+     * {@code RESULT count firstTakeAt lastTakeAt histogram} (the latencies' HdrHistogram, in
+     * {@link ScalingBench#encode}'s form).
      */
     static final String RS_DRAIN = "RS_DRAIN";
     /**
@@ -236,7 +238,7 @@ public final class BenchPeer {
     }
 
     private void refshareDrain(String name) throws InterruptedException {
-        long[] latency = new long[1 << 16];
+        Histogram latency = new Histogram(3);
         int count = 0;
         long first = 0;
         long last = 0;
@@ -251,22 +253,14 @@ public final class BenchPeer {
                 }
                 try (t) {
                     last = System.nanoTime();
-                    if (count == 0) {
+                    if (count++ == 0) {
                         first = last;
                     }
-                    if (count == latency.length) {
-                        latency = java.util.Arrays.copyOf(latency, 2 * count);
-                    }
-                    latency[count++] = last - t.data().get(ScalingBench.STAMP, 0);
+                    latency.recordValue(Math.max(0, last - t.data().get(ScalingBench.STAMP, 0)));
                 }
             }
         }
-        StringBuilder line = new StringBuilder(RESULT).append(' ').append(count).append(' ').append(first).append(' ')
-                .append(last);
-        for (int i = 0; i < count; i++) {
-            line.append(' ').append(latency[i]);
-        }
-        reply(line.toString());
+        reply(RESULT + " " + count + " " + first + " " + last + " " + ScalingBench.encode(latency));
     }
 
     private void refshareProduce(String name, long size, int count) throws InterruptedException, IOException {

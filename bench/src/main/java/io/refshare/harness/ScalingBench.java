@@ -4,6 +4,7 @@ package io.refshare.harness;
 import io.refshare.Refshare;
 import io.refshare.ShareQueue;
 import io.refshare.Tensor;
+import org.HdrHistogram.Histogram;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -14,12 +15,15 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
+import java.util.zip.DataFormatException;
 
 /**
  * Fan-out and fan-in on one queue: one producer (this JVM) streaming to 1, 2, 4 and 8 consumer
@@ -29,6 +33,13 @@ import java.util.Locale;
  * its producer's {@code System.nanoTime()} from just before {@code put}; CLOCK_MONOTONIC is one
  * clock for every process), which under a full stream is mostly time spent queued behind
  * others. Every message is a fresh tensor (pooled memory), only its stamp written.
+ *
+ * <p>Each point moves {@value #MESSAGES} messages, after every JVM compiled its path: each
+ * consumer alone takes as many first, and each producer a share of them. With fewer (an
+ * earlier version moved 40,000 a point and warmed up with as many), the points timed the
+ * JIT compilers of nine JVMs on two cores: a consumer that gets an eighth of the messages
+ * reaches its steady state eight times later, so the curve fell with the number of
+ * consumers for that reason alone.
  */
 final class ScalingBench {
     /** Where a message carries its stamp. */
@@ -36,8 +47,8 @@ final class ScalingBench {
     static final int[] CONSUMERS = {1, 2, 4, 8};
     static final int[] PRODUCERS = {1, 2, 4};
     private static final int CAPACITY = 64;
-    /** Messages per point: about half a second at one process, long enough to outlast scheduling noise. */
-    private static final long MESSAGES = 40_000;
+    /** Messages per point, and per process to warm up: a few seconds at one consumer. */
+    private static final long MESSAGES = 1_000_000;
 
     /** One point of a curve: {@code producers} -> {@code consumers} at {@code size}. */
     record Point(long size, int producers, int consumers, long messages, double tensorsPerSecond, double p50Micros,
@@ -67,10 +78,8 @@ final class ScalingBench {
             ScalingBench bench = new ScalingBench(rs, peers, log);
             StringBuilder table = new StringBuilder(header());
             for (long size : settings.sizes()) {
-                // unmeasured first: every JVM compiles its consuming and its producing path. Each
-                // consumer alone, with as many messages as a measured point: shared among eight, a
-                // warm-up left each JVM a few thousand messages, too few to compile its path, and
-                // the measured points then timed the compilers
+                // unmeasured first: every JVM compiles its consuming and its producing path, each
+                // consumer alone (shared among eight, a warm-up leaves each an eighth)
                 for (PeerProcess peer : peers) {
                     bench.fanOut(size, List.of(peer), MESSAGES);
                 }
@@ -127,31 +136,27 @@ final class ScalingBench {
         long count = 0;
         long first = Long.MAX_VALUE;
         long last = Long.MIN_VALUE;
-        List<long[]> latencies = new ArrayList<>();
+        Histogram latency = new Histogram(3);
         for (String r : results) {
             String[] w = r.split(" ");
-            int n = Integer.parseInt(w[0]);
+            long n = Long.parseLong(w[0]);
             count += n;
             if (n > 0) {
                 first = Math.min(first, Long.parseLong(w[1]));
                 last = Math.max(last, Long.parseLong(w[2]));
             }
-            long[] l = new long[n];
-            for (int i = 0; i < n; i++) {
-                l[i] = Long.parseLong(w[3 + i]);
-            }
-            latencies.add(l);
+            latency.add(decode(w[3]));
         }
         if (count != messages) {
             throw new IOException("fan-out to " + consumers.size() + ": " + count + " of " + messages + " messages taken");
         }
-        return logged(point(size, 1, consumers.size(), count, last - first, latencies));
+        return logged(point(size, 1, consumers.size(), count, last - first, latency));
     }
 
     /** {@code producers} peers put {@code perProducer} messages each; this JVM takes them all. */
     private Point fanIn(long size, int producers, long perProducer) throws Exception {
         long total = perProducer * producers;
-        long[] latency = new long[(int) total];
+        Histogram latency = new Histogram(3);
         long first = 0;
         long last = 0;
         try (ShareQueue queue = rs.createQueue(CAPACITY)) {
@@ -164,10 +169,10 @@ final class ScalingBench {
             for (int i = 0; i < producers; i++) {
                 peers.get(i).send("GO");
             }
-            for (int m = 0; m < total; m++) {
+            for (long m = 0; m < total; m++) {
                 try (Tensor t = queue.take()) {
                     last = System.nanoTime();
-                    latency[m] = last - t.data().get(STAMP, 0);
+                    latency.recordValue(Math.max(0, last - t.data().get(STAMP, 0)));
                 }
                 if (m == 0) {
                     first = last;
@@ -177,13 +182,27 @@ final class ScalingBench {
                 peers.get(i).await("PUT");
             }
         }
-        return logged(point(size, producers, 1, total, last - first, List.of(latency)));
+        return logged(point(size, producers, 1, total, last - first, latency));
     }
 
-    private static Point point(long size, int producers, int consumers, long count, long nanos, List<long[]> parts) {
-        long[] all = parts.stream().flatMapToLong(Arrays::stream).sorted().toArray();
+    private static Point point(long size, int producers, int consumers, long count, long nanos, Histogram latency) {
         return new Point(size, producers, consumers, count, (count - 1) * 1e9 / Math.max(1, nanos),
-                all[all.length / 2] / 1e3, all[(int) Math.min(all.length - 1, all.length * 0.99)] / 1e3);
+                latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(99) / 1e3);
+    }
+
+    /** A histogram as one word of a reply line: its compressed encoding in Base64. */
+    static String encode(Histogram h) {
+        ByteBuffer b = ByteBuffer.allocate(h.getNeededByteBufferCapacity());
+        h.encodeIntoCompressedByteBuffer(b);
+        return Base64.getEncoder().encodeToString(Arrays.copyOf(b.array(), b.position()));
+    }
+
+    static Histogram decode(String word) throws IOException {
+        try {
+            return Histogram.decodeFromCompressedByteBuffer(ByteBuffer.wrap(Base64.getDecoder().decode(word)), 0);
+        } catch (DataFormatException | IllegalArgumentException e) {
+            throw new IOException("a consumer's latency histogram does not decode: " + e.getMessage(), e);
+        }
     }
 
     private Point logged(Point p) {

@@ -8,8 +8,8 @@ import static io.refshare.channel.ShmQueueLayout.INT;
 
 /**
  * One direction of wake-ups between processes ("not empty" or "not full"): a 32-bit
- * futex sequence word and a count of sleepers in the queue file, plus each participant's
- * share of that count in its table entry.
+ * futex sequence word, a count of sleepers and a count of spinners in the queue file, plus
+ * each participant's share of both counts in its table entry.
  *
  * <h2>Implementation notes</h2>
  * A sleeper registers ({@link #prepare}: both sleeping counts up, then reads the
@@ -26,11 +26,25 @@ import static io.refshare.channel.ShmQueueLayout.INT;
  * re-checks before sleeping again. Sleepers still wait in bounded slices, so even a
  * signal that a dying process never sent delays nobody forever.
  * <p>
- * A participant that dies asleep leaves its share in the global count; recovery removes
- * exactly that share ({@link #forget}), so producers do not pay for wake-ups forever.
- * The global count is raised before the share and lowered after it, so a process killed
- * between the two leaves the global count too high (a wasted wake-up), never too low (a
- * missed one).
+ * <b>Spinners.</b> A waiter that spins counts itself ({@link #startSpinning}) while it
+ * polls, and a signaller that sees a spinner wakes nobody: the spinner will find the new
+ * state. This is what keeps many waiters from costing the signaller one system call per
+ * message, and from taking its CPU (eight consumers and a producer on two cores): only a
+ * few waiters spin ({@code limit}), the rest sleep, and a message goes to a spinner
+ * without a wake-up. It stays free of lost wake-ups because a spinner, once it has
+ * stopped counting itself ({@link #stopSpinning}, volatile), always looks at the state
+ * again before it sleeps or returns, and a taker that sees more waiting behind it signals
+ * on (the queue's {@code deliver}): either the signaller read the count after the
+ * spinner's decrement (and woke a sleeper), or the spinner's look comes after the
+ * signaller's state change.
+ * <p>
+ * A participant that dies asleep or spinning leaves its share in the global count;
+ * recovery removes exactly that share ({@link #forget}). For sleepers the global count is
+ * raised before the share and lowered after it, so a process killed between the two
+ * leaves the global count too high (a wasted wake-up), never too low (a missed one). For
+ * spinners it is the other way round, for the same reason: a spinner counted too low costs
+ * a wasted wake-up, one counted too high would keep signallers from waking the sleepers
+ * (until their sleep slice ends).
  */
 final class QueueSignal {
     private final MemorySegment mem;
@@ -38,13 +52,37 @@ final class QueueSignal {
     private final long sequenceOffset;
     private final long sleepingOffset;
     private final long shareOffsetInEntry;
+    private final long spinningOffset;
+    private final long spinShareOffsetInEntry;
 
-    QueueSignal(MemorySegment mem, long sequenceOffset, long sleepingOffset, long shareOffsetInEntry) {
+    QueueSignal(MemorySegment mem, long sequenceOffset, long sleepingOffset, long shareOffsetInEntry,
+                long spinningOffset, long spinShareOffsetInEntry) {
         this.mem = mem;
         this.futexWord = mem.asSlice(sequenceOffset, 4);
         this.sequenceOffset = sequenceOffset;
         this.sleepingOffset = sleepingOffset;
         this.shareOffsetInEntry = shareOffsetInEntry;
+        this.spinningOffset = spinningOffset;
+        this.spinShareOffsetInEntry = spinShareOffsetInEntry;
+    }
+
+    /**
+     * Counts the caller as spinning, unless {@code limit} waiters (in every process) already
+     * spin: false then, and the caller should sleep instead. A true answer must be followed by
+     * {@link #stopSpinning} and then by a look at the state before the caller sleeps or returns.
+     */
+    boolean startSpinning(long entryOffset, int limit) {
+        INT.getAndAdd(mem, entryOffset + spinShareOffsetInEntry, 1);
+        if ((int) INT.getAndAdd(mem, spinningOffset, 1) < limit) {
+            return true;
+        }
+        stopSpinning(entryOffset);
+        return false;
+    }
+
+    void stopSpinning(long entryOffset) {
+        INT.getAndAdd(mem, spinningOffset, -1);
+        INT.getAndAdd(mem, entryOffset + spinShareOffsetInEntry, -1);
     }
 
     /** Counts the caller as asleep and returns the sequence to pass to {@link #await}. */
@@ -69,12 +107,29 @@ final class QueueSignal {
         return (int) INT.getVolatile(mem, sleepingOffset) > 0;
     }
 
-    /** Wakes one sleeper, if any; call after the state change it announces. */
+    /**
+     * Wakes one sleeper, if any, unless a spinner will see the change; call after the state
+     * change it announces.
+     */
     void signal() {
-        if (anyoneAsleep()) {
-            INT.getAndAdd(mem, sequenceOffset, 1);
-            Libc.futexWake(futexWord, 1);
+        if (anyoneAsleep() && (int) INT.getVolatile(mem, spinningOffset) <= 0) {
+            wakeOne();
         }
+    }
+
+    /**
+     * Wakes one sleeper, if any, spinners or not: for a change spinners do not look for (a
+     * message given back, which only a sweep finds).
+     */
+    void signalSleeper() {
+        if (anyoneAsleep()) {
+            wakeOne();
+        }
+    }
+
+    private void wakeOne() {
+        INT.getAndAdd(mem, sequenceOffset, 1);
+        Libc.futexWake(futexWord, 1);
     }
 
     /** Wakes every sleeper in every process, so each re-checks (closing, recovery). */
@@ -83,11 +138,15 @@ final class QueueSignal {
         Libc.futexWake(futexWord, Integer.MAX_VALUE);
     }
 
-    /** Removes a dead participant's share of the sleeping count; exact even if called twice. */
+    /** Removes a dead participant's shares of the sleeping and spinning counts; exact even if called twice. */
     void forget(long entryOffset) {
         int share = (int) INT.getAndSet(mem, entryOffset + shareOffsetInEntry, 0);
         if (share != 0) {
             INT.getAndAdd(mem, sleepingOffset, -share);
+        }
+        int spinning = (int) INT.getAndSet(mem, entryOffset + spinShareOffsetInEntry, 0);
+        if (spinning != 0) {
+            INT.getAndAdd(mem, spinningOffset, -spinning);
         }
     }
 }

@@ -131,9 +131,9 @@ public final class ShmQueue implements AutoCloseable {
         this.me = ProcessIdentity.current().packed();
         this.participants = new Participants(mem, geometry);
         this.notEmpty = new QueueSignal(mem, NOT_EMPTY_SEQ_OFFSET, CONSUMERS_SLEEPING_OFFSET,
-                PARTICIPANT_CONSUMERS_SLEEPING);
+                PARTICIPANT_CONSUMERS_SLEEPING, CONSUMERS_SPINNING_OFFSET, PARTICIPANT_CONSUMERS_SPINNING);
         this.notFull = new QueueSignal(mem, NOT_FULL_SEQ_OFFSET, PRODUCERS_SLEEPING_OFFSET,
-                PARTICIPANT_PRODUCERS_SLEEPING);
+                PARTICIPANT_PRODUCERS_SLEEPING, PRODUCERS_SPINNING_OFFSET, PARTICIPANT_PRODUCERS_SPINNING);
         this.liveness = new Liveness(dir);
         this.recovery = new Recovery(mem, geometry, participants, liveness, notEmpty, notFull, me);
         dir.holdLifeLock(); // before our identity is recorded in the table: others judge it by that lock
@@ -668,7 +668,7 @@ public final class ShmQueue implements AutoCloseable {
             return cells.read(position, length, whileClaimed);
         } catch (ResourceLimitException | IllegalStateException cannotTakeNow) {
             if (cells.giveBack(position)) {
-                notEmpty.signal();
+                notEmpty.signalSleeper();
             }
             givenBack = true; // the cell is no longer ours to free, whether or not the give-back took
             throw cannotTakeNow;
@@ -684,8 +684,8 @@ public final class ShmQueue implements AutoCloseable {
     private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
-                roomOrEnd, !busy)
+        if (nanos > 0 && spin(notFull, start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
+                roomOrEnd, busy)
                 && tryOffer(message, deadline)) {
             return true;
         }
@@ -701,7 +701,7 @@ public final class ShmQueue implements AutoCloseable {
                 return false;
             }
             if (busy) {
-                spinASlice(now, remaining, roomOrEnd);
+                spinASlice(notFull, now, remaining, roomOrEnd);
                 continue;
             }
             int sequence = notFull.prepare(selfEntry);
@@ -727,8 +727,8 @@ public final class ShmQueue implements AutoCloseable {
             throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        if (nanos > 0 && Spinning.until(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
-                messageOrEnd, !busy)) {
+        if (nanos > 0 && spin(notEmpty, start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
+                messageOrEnd, busy)) {
             T m = tryPoll(whileClaimed, deadline);
             if (m != null) {
                 return m;
@@ -753,7 +753,7 @@ public final class ShmQueue implements AutoCloseable {
                 return null;
             }
             if (busy) {
-                spinASlice(now, remaining, messageOrEnd);
+                spinASlice(notEmpty, now, remaining, messageOrEnd);
                 continue;
             }
             int sequence = notEmpty.prepare(selfEntry);
@@ -776,12 +776,31 @@ public final class ShmQueue implements AutoCloseable {
         }
     }
 
+    /**
+     * Spins until {@code condition} holds or {@code deadline}, counted as one of {@code signal}'s
+     * spinners, which spares signallers their wake-ups; false at once, without spinning, when a
+     * backing-off waiter finds {@link Spinning#SPINNERS} spinning already (it sleeps instead:
+     * more spinners than CPUs would take the CPU their peers need to publish). The caller
+     * looks at the state again afterwards, whatever the answer, as {@link QueueSignal} requires.
+     */
+    private boolean spin(QueueSignal signal, long start, long deadline, Spinning.Condition condition, boolean busy) {
+        if (!signal.startSpinning(selfEntry, busy ? Integer.MAX_VALUE : Spinning.SPINNERS)) {
+            return false;
+        }
+        try {
+            return Spinning.until(start, deadline, condition, !busy);
+        } finally {
+            signal.stopSpinning(selfEntry);
+        }
+    }
+
     /** A busy-spinning wait between attempts: a slice of spinning, never a sleep. */
-    private void spinASlice(long now, long remaining, Spinning.Condition condition) throws InterruptedException {
+    private void spinASlice(QueueSignal signal, long now, long remaining, Spinning.Condition condition)
+            throws InterruptedException {
         if (uses.isClosed()) {
             throw handleClosed();
         }
-        Spinning.until(now, now + Math.min(remaining, SLEEP_SLICE_NANOS), condition, false);
+        spin(signal, now, now + Math.min(remaining, SLEEP_SLICE_NANOS), condition, true);
         if (Thread.interrupted()) {
             throw new InterruptedException();
         }

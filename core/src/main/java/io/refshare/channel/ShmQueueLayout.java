@@ -30,22 +30,28 @@ import java.lang.invoke.VarHandle;
  * Header, totals (written rarely):
  *   | offered by departed (8)  | taken by departed (8)  | rejected (8)  | (0) ...   |
  *   +---------------------------------------------------------------------------------+ 128
- * Header, one line pair each (written by every producer, consumer, sleeper):
+ * Header, one line pair each (written by every producer, consumer, sleeper, spinner):
  *   128 | tail (8)                                                     ... (0) to 256 |
  *   256 | head (8)                                                     ... (0) to 384 |
- *   384 | not-empty futex seq (4) | consumers sleeping (4)            ... (0) to 512 |
- *   512 | not-full futex seq (4)  | producers sleeping (4)            ... (0) to 640 |
+ *   384 | not-empty futex seq (4) | consumers sleeping (4)  ... (0) to 448 |
+ *   448 | consumers spinning (4)                            ... (0) to 512 |
+ *   512 | not-full futex seq (4)  | producers sleeping (4)   ... (0) to 576 |
+ *   576 | producers spinning (4)                            ... (0) to 640 |
  *   +---------------------------------------------------------------------------------+ 640 = hdrLen
+ *    spinning: waiters polling the queue instead of sleeping, counted so that a signaller
+ *      skips the wake-up a spinner makes unneeded (its own line: spinners write it on every
+ *      wait, and a signaller reads it only when someone sleeps)
  * Participant table, partCap entries of 64 bytes (one cache line each):
- *   0                  8      12     16            24            32       36       40          48    64
- *   +------------------+------+------+-------------+-------------+--------+--------+-----------+-----+
- *   | identity (8)     | role | (0)  | offered (8) | taken (8)   | c.slp  | p.slp  | pid ns (8)| (0) |
- *   +------------------+------+------+-------------+-------------+--------+--------+-----------+-----+
+ *   0                  8      12     16            24            32       36       40          48     52     56    64
+ *   +------------------+------+------+-------------+-------------+--------+--------+-----------+------+------+-----+
+ *   | identity (8)     | role | (0)  | offered (8) | taken (8)   | c.slp  | p.slp  | pid ns (8)|c.spin|p.spin| (0) |
+ *   +------------------+------+------+-------------+-------------+--------+--------+-----------+------+------+-----+
  *    identity: pid in bits 0..21, start ticks in bits 22..62; 0 = free entry; bit 63 set:
  *      the entry's participant is dead and the process named in bits 0..62 is folding
  *      its counts into the totals (a dead folder's mark is taken over by the next one)
  *    role: bit 0 has offered, bit 1 has polled; c.slp / p.slp: this participant's
  *    share of the sleeping counts above (int), so a dead sleeper's share can be removed;
+ *    c.spin / p.spin: the same for the spinning counts;
  *    pid ns: inode of the participant's PID namespace (/proc/self/ns/pid), 0 while being
  *    registered or unknown; for inspection only: liveness is judged by the identity's life
  *    file in the directory, which holds across namespaces
@@ -105,8 +111,10 @@ public final class ShmQueueLayout {
     public static final long HEAD_OFFSET = 256;
     public static final long NOT_EMPTY_SEQ_OFFSET = 384;
     public static final long CONSUMERS_SLEEPING_OFFSET = 388;
+    public static final long CONSUMERS_SPINNING_OFFSET = 448;
     public static final long NOT_FULL_SEQ_OFFSET = 512;
     public static final long PRODUCERS_SLEEPING_OFFSET = 516;
+    public static final long PRODUCERS_SPINNING_OFFSET = 576;
     public static final int HEADER_LENGTH = 640;
 
     public static final int PARTICIPANT_LENGTH = 64;
@@ -117,6 +125,8 @@ public final class ShmQueueLayout {
     public static final long PARTICIPANT_CONSUMERS_SLEEPING = 32;
     public static final long PARTICIPANT_PRODUCERS_SLEEPING = 36;
     public static final long PARTICIPANT_PID_NAMESPACE = 40;
+    public static final long PARTICIPANT_CONSUMERS_SPINNING = 48;
+    public static final long PARTICIPANT_PRODUCERS_SPINNING = 52;
     public static final int ROLE_PRODUCER = 1;
     public static final int ROLE_CONSUMER = 2;
 

@@ -26,6 +26,13 @@ final class Spinning {
      * for this CPU is not kept off it for long.
      */
     static final long SPIN_ONLY_NANOS = 2_000;
+    /**
+     * How many waiters of one direction of a queue (consumers waiting for a message, or
+     * producers for room), in every process together, spin at a time; the others sleep at once.
+     * Half the CPUs this process may use, at least one: enough spinners to catch every message
+     * without a wake-up, leaving the rest of the CPUs to the peers that publish them.
+     */
+    static final int SPINNERS = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
     /** Spins between clock reads, and (after {@link #SPIN_ONLY_NANOS}) between yields. */
     private static final int SPINS_PER_CHECK = 16;
 

@@ -71,6 +71,10 @@ public final class QueueChild {
                 case "claim-write" -> hang(out, queue.claimWritable());
                 case "produce" -> produce(queue, Integer.parseInt(args[3]), Long.parseLong(args[4]));
                 case "consume" -> consume(queue, Path.of(args[3]));
+                case "spin" -> {
+                    queue.busySpin(true);
+                    queue.poll(60, TimeUnit.SECONDS); // spins, counted, until killed
+                }
                 case "consume-mark" -> consumeMarking(queue, dir, args[3]);
                 case "produce-mark" -> produceMarking(queue, dir, args[3], Integer.parseInt(args[4]),
                         Long.parseLong(args[5]));

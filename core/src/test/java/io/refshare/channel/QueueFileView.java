@@ -32,6 +32,19 @@ final class QueueFileView implements AutoCloseable {
         return (int) INT.getVolatile(file.segment(), PRODUCERS_SLEEPING_OFFSET);
     }
 
+    int consumersSpinning() {
+        return (int) INT.getVolatile(file.segment(), CONSUMERS_SPINNING_OFFSET);
+    }
+
+    void setConsumersSpinning(int count) {
+        INT.setVolatile(file.segment(), CONSUMERS_SPINNING_OFFSET, count);
+    }
+
+    /** The not-empty futex word: it moves with every wake-up of a consumer. */
+    int consumerWakeUps() {
+        return (int) INT.getVolatile(file.segment(), NOT_EMPTY_SEQ_OFFSET);
+    }
+
     /** Waits (without a deadline: the test's own timeout bounds it) until a consumer sleeps on the futex. */
     void awaitSleepingConsumer() throws InterruptedException {
         while (consumersSleeping() == 0) {

@@ -97,6 +97,21 @@ class ShmQueueCrashTest {
     }
 
     @Test
+    void aConsumerKilledSpinningLeavesNoSpinnerBehind() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 64); QueueFileView view = new QueueFileView(dir, q.name());
+                ChildJvm c = QueueChild.start(shm.path(), "spin", q.name())) {
+            while (view.consumersSpinning() == 0) {
+                Thread.sleep(1);
+            }
+            c.kill();
+            assertEquals(1, view.consumersSpinning(), "the dead spinner is still counted");
+            q.recover();
+            assertEquals(0, view.consumersSpinning(), "else producers would skip waking sleepers for it");
+            assertEquals(1, q.stats().participants().size());
+        }
+    }
+
+    @Test
     void aParticipantWithoutEvidenceOfDeathIsNeverJudgedDeadAndOneWhoseLifeLockIsFreeIs() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 2, 64, 4); QueueFileView view = new QueueFileView(dir, q.name())) {
             // a participant whose pid names no process here (another PID namespace, say) and

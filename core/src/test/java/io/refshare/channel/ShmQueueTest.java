@@ -101,6 +101,43 @@ class ShmQueueTest {
     }
 
     @Test
+    void aSpinningConsumerTakesTheMessageAndSparesTheProducerItsWakeUp() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 32); ShmQueue spinning = ShmQueue.open(dir, q.name());
+                QueueFileView view = new QueueFileView(dir, q.name())) {
+            spinning.busySpin(true);
+            Future<byte[]> sleeperTook = threads.submit(() -> q.poll(30, SECONDS));
+            view.awaitSleepingConsumer();
+            Future<byte[]> spinnerTook = threads.submit(() -> spinning.poll(30, SECONDS));
+            while (view.consumersSpinning() == 0) {
+                Thread.sleep(1);
+            }
+            int wakeUps = view.consumerWakeUps();
+            assertTrue(q.offer(new byte[] {1}));
+            assertArrayEquals(new byte[] {1}, spinnerTook.get());
+            assertEquals(wakeUps, view.consumerWakeUps(), "nobody was woken: the spinner took it");
+            assertFalse(sleeperTook.isDone());
+            assertEquals(0, view.consumersSpinning());
+
+            assertTrue(q.offer(new byte[] {2}));
+            assertArrayEquals(new byte[] {2}, sleeperTook.get(), "with no spinner left the sleeper is woken");
+            assertNotEquals(wakeUps, view.consumerWakeUps());
+        }
+    }
+
+    @Test
+    void aWaiterThatFindsEnoughSpinnersSleepsAtOnce() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            view.setConsumersSpinning(Spinning.SPINNERS); // as if that many spun in other processes
+            Future<byte[]> taken = threads.submit(() -> q.poll(30, SECONDS));
+            view.awaitSleepingConsumer();
+            assertEquals(Spinning.SPINNERS, view.consumersSpinning(), "it did not spin: its count was undone");
+            view.setConsumersSpinning(0);
+            assertTrue(q.offer(new byte[] {3}));
+            assertArrayEquals(new byte[] {3}, taken.get());
+        }
+    }
+
+    @Test
     void aSleepingProducerIsWokenByAPoll() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 1, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
             assertTrue(q.offer(new byte[] {1}));
