@@ -17,8 +17,9 @@ CAPACITY, MAX_MESSAGE, CELL_LENGTH, PARTICIPANT_CAPACITY, CLOSED = 32, 36, 40, 4
 GIVEN_BACK = 56
 OFFERED_BY_DEPARTED, TAKEN_BY_DEPARTED, REJECTED = 64, 72, 80
 TAIL, HEAD = 128, 256
-NOT_EMPTY_SEQ, CONSUMERS_SLEEPING, CONSUMERS_SPINNING = 384, 388, 448
-NOT_FULL_SEQ, PRODUCERS_SLEEPING, PRODUCERS_SPINNING = 512, 516, 576
+NOT_EMPTY_SEQ, CONSUMERS_SLEEPING, CONSUMERS_SPINNING, CONSUMER_WAKE_PENDING = 384, 388, 448, 452
+NOT_FULL_SEQ, PRODUCERS_SLEEPING, PRODUCERS_SPINNING, PRODUCER_WAKE_PENDING = 512, 516, 576, 580
+_WAKE_PENDING = {NOT_EMPTY_SEQ: CONSUMER_WAKE_PENDING, NOT_FULL_SEQ: PRODUCER_WAKE_PENDING}
 ENTRY = 64
 E_IDENTITY, E_ROLE, E_OFFERED, E_TAKEN, E_CSLEEP, E_PSLEEP, E_PIDNS, E_CSPIN, E_PSPIN = 0, 8, 16, 24, 32, 36, 40, 48, 52
 ROLE_PRODUCER, ROLE_CONSUMER = 1, 2
@@ -231,10 +232,15 @@ class TensorQueue:
                 return False
 
     def _sleep(self, seq, sleeping, share, ready, timeout):
+        """Sleeps on ``seq`` (section 9.5). The wake-pending flag is cleared after registering and
+        after waking, each time before ``ready()`` is looked at again: Java signallers skip their
+        wake-up while it is set."""
         f = self._f
+        pending = _WAKE_PENDING[seq]
         f.fetch_add32(sleeping, 1)
         f.fetch_add32(self._e(self._entry, share), 1)
         try:
+            native.store32(f.addr + pending, 0)
             s = f.load32(seq)
             if ready():
                 return
@@ -242,6 +248,7 @@ class TensorQueue:
         finally:
             f.fetch_add32(self._e(self._entry, share), -1)
             f.fetch_add32(sleeping, -1)
+            native.store32(f.addr + pending, 0)
 
     def _cell(self, pos):
         return self._cells + (pos % self.capacity) * self._cell_len

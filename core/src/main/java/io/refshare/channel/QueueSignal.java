@@ -4,7 +4,7 @@ import io.refshare.shm.Libc;
 
 import java.lang.foreign.MemorySegment;
 
-import static io.refshare.channel.ShmQueueLayout.INT;
+import static io.refshare.channel.ShmQueueLayout.*;
 
 /**
  * One direction of wake-ups between processes ("not empty" or "not full"): a 32-bit
@@ -38,6 +38,17 @@ import static io.refshare.channel.ShmQueueLayout.INT;
  * spinner's decrement (and woke a sleeper), or the spinner's look comes after the
  * signaller's state change.
  * <p>
+ * <b>One wake-up in flight.</b> A signaller that wakes a sleeper first sets the direction's
+ * wake-pending flag (compare-and-set from 0), and while it is set other signallers skip
+ * theirs: without it, every consumer that freed a cell while the one sleeping producer was
+ * still being scheduled made its own system call (eight consumers on two cores: one per take).
+ * Every sleeper clears the flag when it registers and when it wakes, each time before it
+ * re-checks its condition, so a skipped signaller's change is seen: its read of the flag came
+ * before some sleeper's clearing, which comes before that sleeper's re-check. A wake-up that
+ * found nobody (the sleeper had left on its own) leaves the flag set only until the next
+ * sleeper registers; a signaller that died between setting it and waking delays sleepers by
+ * one sleep slice at most.
+ * <p>
  * A participant that dies asleep or spinning leaves its share in the global count;
  * recovery removes exactly that share ({@link #forget}). For sleepers the global count is
  * raised before the share and lowered after it, so a process killed between the two
@@ -54,9 +65,10 @@ final class QueueSignal {
     private final long shareOffsetInEntry;
     private final long spinningOffset;
     private final long spinShareOffsetInEntry;
+    private final long wakePendingOffset;
 
-    QueueSignal(MemorySegment mem, long sequenceOffset, long sleepingOffset, long shareOffsetInEntry,
-                long spinningOffset, long spinShareOffsetInEntry) {
+    private QueueSignal(MemorySegment mem, long sequenceOffset, long sleepingOffset, long shareOffsetInEntry,
+                        long spinningOffset, long spinShareOffsetInEntry, long wakePendingOffset) {
         this.mem = mem;
         this.futexWord = mem.asSlice(sequenceOffset, 4);
         this.sequenceOffset = sequenceOffset;
@@ -64,6 +76,19 @@ final class QueueSignal {
         this.shareOffsetInEntry = shareOffsetInEntry;
         this.spinningOffset = spinningOffset;
         this.spinShareOffsetInEntry = spinShareOffsetInEntry;
+        this.wakePendingOffset = wakePendingOffset;
+    }
+
+    /** Consumers waiting for a message. */
+    static QueueSignal notEmpty(MemorySegment queueFile) {
+        return new QueueSignal(queueFile, NOT_EMPTY_SEQ_OFFSET, CONSUMERS_SLEEPING_OFFSET, PARTICIPANT_CONSUMERS_SLEEPING,
+                CONSUMERS_SPINNING_OFFSET, PARTICIPANT_CONSUMERS_SPINNING, CONSUMER_WAKE_PENDING_OFFSET);
+    }
+
+    /** Producers waiting for room. */
+    static QueueSignal notFull(MemorySegment queueFile) {
+        return new QueueSignal(queueFile, NOT_FULL_SEQ_OFFSET, PRODUCERS_SLEEPING_OFFSET, PARTICIPANT_PRODUCERS_SLEEPING,
+                PRODUCERS_SPINNING_OFFSET, PARTICIPANT_PRODUCERS_SPINNING, PRODUCER_WAKE_PENDING_OFFSET);
     }
 
     /**
@@ -89,6 +114,7 @@ final class QueueSignal {
     int prepare(long entryOffset) {
         INT.getAndAdd(mem, sleepingOffset, 1);
         INT.getAndAdd(mem, entryOffset + shareOffsetInEntry, 1);
+        clearWakePending(); // before the caller's re-check: see the notes
         return (int) INT.getVolatile(mem, sequenceOffset);
     }
 
@@ -97,10 +123,17 @@ final class QueueSignal {
         Libc.futexWait(futexWord, sequence, nanos);
     }
 
-    /** Undoes {@link #prepare}; always called, however the wait ended. */
+    /** Undoes {@link #prepare}; always called, however the wait ended, and followed by a re-check. */
     void awake(long entryOffset) {
         INT.getAndAdd(mem, entryOffset + shareOffsetInEntry, -1);
         INT.getAndAdd(mem, sleepingOffset, -1);
+        clearWakePending();
+    }
+
+    private void clearWakePending() {
+        if ((int) INT.getVolatile(mem, wakePendingOffset) != 0) {
+            INT.setVolatile(mem, wakePendingOffset, 0);
+        }
     }
 
     boolean anyoneAsleep() {
@@ -112,7 +145,8 @@ final class QueueSignal {
      * change it announces.
      */
     void signal() {
-        if (anyoneAsleep() && (int) INT.getVolatile(mem, spinningOffset) <= 0) {
+        if (anyoneAsleep() && (int) INT.getVolatile(mem, spinningOffset) <= 0
+                && INT.compareAndSet(mem, wakePendingOffset, 0, 1)) {
             wakeOne();
         }
     }

@@ -130,10 +130,8 @@ public final class ShmQueue implements AutoCloseable {
         this.packedOwner = owner.packed();
         this.me = ProcessIdentity.current().packed();
         this.participants = new Participants(mem, geometry);
-        this.notEmpty = new QueueSignal(mem, NOT_EMPTY_SEQ_OFFSET, CONSUMERS_SLEEPING_OFFSET,
-                PARTICIPANT_CONSUMERS_SLEEPING, CONSUMERS_SPINNING_OFFSET, PARTICIPANT_CONSUMERS_SPINNING);
-        this.notFull = new QueueSignal(mem, NOT_FULL_SEQ_OFFSET, PRODUCERS_SLEEPING_OFFSET,
-                PARTICIPANT_PRODUCERS_SLEEPING, PRODUCERS_SPINNING_OFFSET, PARTICIPANT_PRODUCERS_SPINNING);
+        this.notEmpty = QueueSignal.notEmpty(mem);
+        this.notFull = QueueSignal.notFull(mem);
         this.liveness = new Liveness(dir);
         this.recovery = new Recovery(mem, geometry, participants, liveness, notEmpty, notFull, me);
         dir.holdLifeLock(); // before our identity is recorded in the table: others judge it by that lock

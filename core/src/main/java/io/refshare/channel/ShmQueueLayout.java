@@ -34,13 +34,14 @@ import java.lang.invoke.VarHandle;
  *   128 | tail (8)                                                     ... (0) to 256 |
  *   256 | head (8)                                                     ... (0) to 384 |
  *   384 | not-empty futex seq (4) | consumers sleeping (4)  ... (0) to 448 |
- *   448 | consumers spinning (4)                            ... (0) to 512 |
+ *   448 | consumers spinning (4) | consumer wake pending (4) ... (0) to 512 |
  *   512 | not-full futex seq (4)  | producers sleeping (4)   ... (0) to 576 |
- *   576 | producers spinning (4)                            ... (0) to 640 |
+ *   576 | producers spinning (4) | producer wake pending (4) ... (0) to 640 |
  *   +---------------------------------------------------------------------------------+ 640 = hdrLen
  *    spinning: waiters polling the queue instead of sleeping, counted so that a signaller
- *      skips the wake-up a spinner makes unneeded (its own line: spinners write it on every
- *      wait, and a signaller reads it only when someone sleeps)
+ *      skips the wake-up a spinner makes unneeded; wake pending: 1 while a wake-up is on its
+ *      way to a sleeper, so other signallers skip theirs (their own line: spinners write it
+ *      on every wait, and a signaller reads it only when someone sleeps)
  * Participant table, partCap entries of 64 bytes (one cache line each):
  *   0                  8      12     16            24            32       36       40          48     52     56    64
  *   +------------------+------+------+-------------+-------------+--------+--------+-----------+------+------+-----+
@@ -112,9 +113,11 @@ public final class ShmQueueLayout {
     public static final long NOT_EMPTY_SEQ_OFFSET = 384;
     public static final long CONSUMERS_SLEEPING_OFFSET = 388;
     public static final long CONSUMERS_SPINNING_OFFSET = 448;
+    public static final long CONSUMER_WAKE_PENDING_OFFSET = 452;
     public static final long NOT_FULL_SEQ_OFFSET = 512;
     public static final long PRODUCERS_SLEEPING_OFFSET = 516;
     public static final long PRODUCERS_SPINNING_OFFSET = 576;
+    public static final long PRODUCER_WAKE_PENDING_OFFSET = 580;
     public static final int HEADER_LENGTH = 640;
 
     public static final int PARTICIPANT_LENGTH = 64;

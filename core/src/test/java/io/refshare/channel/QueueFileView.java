@@ -45,6 +45,27 @@ final class QueueFileView implements AutoCloseable {
         return (int) INT.getVolatile(file.segment(), NOT_EMPTY_SEQ_OFFSET);
     }
 
+    /** The not-full futex word: it moves with every wake-up of a producer. */
+    int producerWakeUps() {
+        return (int) INT.getVolatile(file.segment(), NOT_FULL_SEQ_OFFSET);
+    }
+
+    int consumerWakePending() {
+        return (int) INT.getVolatile(file.segment(), CONSUMER_WAKE_PENDING_OFFSET);
+    }
+
+    void setConsumerWakePending(int flag) {
+        INT.setVolatile(file.segment(), CONSUMER_WAKE_PENDING_OFFSET, flag);
+    }
+
+    int producerWakePending() {
+        return (int) INT.getVolatile(file.segment(), PRODUCER_WAKE_PENDING_OFFSET);
+    }
+
+    void setProducerWakePending(int flag) {
+        INT.setVolatile(file.segment(), PRODUCER_WAKE_PENDING_OFFSET, flag);
+    }
+
     /** Waits (without a deadline: the test's own timeout bounds it) until a consumer sleeps on the futex. */
     void awaitSleepingConsumer() throws InterruptedException {
         while (consumersSleeping() == 0) {

@@ -138,6 +138,36 @@ class ShmQueueTest {
     }
 
     @Test
+    void aSignallerSkipsItsWakeUpWhileOneIsPendingAndTheSleeperClearsTheFlag() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 1, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            assertTrue(q.offer(new byte[] {1}));
+            Future<Boolean> offered = threads.submit(() -> q.offer(new byte[] {2}, 30, SECONDS));
+            view.awaitSleepingProducer();
+            view.setProducerWakePending(1); // as if another consumer's wake-up were on its way
+            int wakeUps = view.producerWakeUps();
+            assertArrayEquals(new byte[] {1}, q.poll());
+            assertEquals(wakeUps, view.producerWakeUps(), "no second wake-up while one is pending");
+            assertTrue(offered.get(), "the sleeper still finds the room when its sleep slice ends");
+            assertEquals(0, view.producerWakePending(), "cleared by the sleeper, before it looked again");
+            assertArrayEquals(new byte[] {2}, q.poll());
+        }
+    }
+
+    @Test
+    void aSleeperClearsAWakeUpPendingForNobodyBeforeItSleeps() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            view.setConsumerWakePending(1); // a wake-up that reached nobody: its sleeper had left on its own
+            Future<byte[]> taken = threads.submit(() -> q.poll(30, SECONDS));
+            view.awaitSleepingConsumer();
+            assertEquals(0, view.consumerWakePending());
+            int wakeUps = view.consumerWakeUps();
+            assertTrue(q.offer(new byte[] {4}));
+            assertArrayEquals(new byte[] {4}, taken.get());
+            assertNotEquals(wakeUps, view.consumerWakeUps(), "woken, not left to its sleep slice");
+        }
+    }
+
+    @Test
     void aSleepingProducerIsWokenByAPoll() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 1, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
             assertTrue(q.offer(new byte[] {1}));
