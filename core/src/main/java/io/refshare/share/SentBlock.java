@@ -27,8 +27,8 @@ final class SentBlock {
 
     SentBlock(Storage storage) {
         this.storage = storage;
-        this.tag = RangeTag.of(storage.segmentOffset(), storage.byteSize(), storage.segmentName());
         this.segmentName = storage.segmentName().getBytes(StandardCharsets.US_ASCII);
+        this.tag = RangeTag.of(storage.segmentOffset(), storage.byteSize(), segmentName);
     }
 
     Storage storage() {
