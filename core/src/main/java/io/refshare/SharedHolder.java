@@ -3,6 +3,7 @@ package io.refshare;
 import io.refshare.holder.HolderFile;
 import io.refshare.holder.SharedHolderLayout;
 import io.refshare.holder.HolderWord;
+import io.refshare.holder.ProcessShare;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
@@ -141,8 +142,14 @@ public final class SharedHolder implements AutoCloseable {
     private final LongAdder anomalies = new LongAdder();
     /** {@link #retired}, made once: a method reference made at each release would be an object per release. */
     private final HolderFile.Retirement retirement = this::retired;
-    /** The creator's task on its process's collector: reclaims dead readers every housekeeping round. */
-    private final Runnable reclaimInBackground = this::reclaimDeadReadersQuietly;
+    /**
+     * This handle's task on its process's collector, every housekeeping round: retires the
+     * process's share of a version that is no longer current, and (the creator's) reclaims dead
+     * readers.
+     */
+    private final Runnable housekeeping = this::housekeep;
+    /** The process's one reference on the current host version, handed out to its threads. */
+    private final ProcessShare<Seen> shares;
 
     /**
      * A version as this handle knows it: decoded once, and with a pin (a view with no count
@@ -153,7 +160,8 @@ public final class SharedHolder implements AutoCloseable {
      * @param release gives back one acquisition of the version (made once, run by each
      *                acquired tensor's block when it is disposed)
      */
-    private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin, Runnable release) {
+    private record Seen(int slot, long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin,
+                        Runnable release) {
         /** A block for one acquisition: alongside the pin for host memory, opened anew for device memory. */
         ViewedBlock view(Sharing sharing) {
             return pin != null ? pin.alongside(release) : sharing.view(descriptor, release);
@@ -175,6 +183,8 @@ public final class SharedHolder implements AutoCloseable {
         this.creator = creator;
         this.seen = new AtomicReferenceArray<>(geometry.slotCapacity());
         this.row = claimRow();
+        // a share's give-back: its reference in the file, then the use of the handle it held
+        this.shares = new ProcessShare<>(file, this::release);
     }
 
     /** See {@link Refshare#createHolder(int, int)}. */
@@ -190,7 +200,7 @@ public final class SharedHolder implements AutoCloseable {
             SharedHolderLayout.format(f.segment(), g, ProcessIdentity.current());
             SharedHolder holder = new SharedHolder(refshare, f, g, true, drainAt);
             // registered once constructed, so the collector never sees a half-built holder
-            refshare.sharing().addHousekeeping(holder.reclaimInBackground);
+            refshare.sharing().addHousekeeping(holder.housekeeping);
             return holder;
         } catch (RuntimeException e) {
             f.unlink();
@@ -215,7 +225,9 @@ public final class SharedHolder implements AutoCloseable {
         ShmFile f = refshare.sharing().directory().open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH);
         try {
             Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
-            return new SharedHolder(refshare, f, g, false, drainAt);
+            SharedHolder holder = new SharedHolder(refshare, f, g, false, drainAt);
+            refshare.sharing().addHousekeeping(holder.housekeeping);
+            return holder;
         } catch (RuntimeException e) {
             f.close();
             throw e;
@@ -292,6 +304,7 @@ public final class SharedHolder implements AutoCloseable {
                 if (file.isClosed()) {
                     file.unpin(file.swap(HolderWord.EMPTY), retirement); // the creator closed as we installed
                 }
+                shares.retireIfReplaced(); // this process's share of the old version goes now, not at the next round
                 return sequence;
             } finally {
                 if (!installed) {
@@ -340,6 +353,14 @@ public final class SharedHolder implements AutoCloseable {
      *                               something other than refshare)
      */
     public Tensor acquire() {
+        if (sharing.isClosed()) {
+            throw new IllegalStateException("refshare context is closed");
+        }
+        // the fast path: a use of the process's share of the current version, no write to the file
+        ProcessShare.Share<Seen> share = shares.tryAcquire();
+        if (share != null) {
+            return tensorOf(share);
+        }
         enter();
         long w;
         try {
@@ -356,10 +377,47 @@ public final class SharedHolder implements AutoCloseable {
             leave();
             return null;
         }
-        ViewedBlock block;
         Seen v;
         try {
             v = seen(slot, HolderWord.generation(w));
+        } catch (RuntimeException e) {
+            undo(e, () -> release(slot));
+            throw e;
+        }
+        if (v.pin() == null) {
+            return deviceTensor(v); // device memory: one reference per acquisition, as an IPC open must not linger
+        }
+        // the reference just taken, and the use of the handle, become the process's share of the version
+        share = shares.adopt(w, v);
+        if (uses.isClosed()) {
+            shares.retire(share); // closed as we installed: close() may have retired the share before it was current
+        }
+        return tensorOf(share);
+    }
+
+    /** A tensor for one use of {@code share}, which the tensor's release ends. */
+    private Tensor tensorOf(ProcessShare.Share<Seen> share) {
+        Seen v = share.attachment();
+        ViewedBlock block;
+        try {
+            block = v.pin().alongside(share.leave);
+        } catch (RuntimeException e) {
+            undo(e, share.leave);
+            throw e;
+        }
+        try {
+            return new Tensor(block, v.layout());
+        } catch (RuntimeException e) {
+            undo(e, block::release); // ends the use
+            throw e;
+        }
+    }
+
+    /** A device tensor holding the acquisition's own reference (released by the tensor's release). */
+    private Tensor deviceTensor(Seen v) {
+        int slot = v.slot();
+        ViewedBlock block;
+        try {
             block = v.view(sharing);
         } catch (RuntimeException e) {
             undo(e, () -> release(slot));
@@ -397,7 +455,7 @@ public final class SharedHolder implements AutoCloseable {
         // open in this process maps it, the others count a user) and its release closes it
         ViewedBlock pin = d.backend() == Backend.HOST ? sharing.view(d, () -> {
         }) : null;
-        Seen fresh = new Seen(sequence, d, layout, pin, () -> release(slot));
+        Seen fresh = new Seen(slot, sequence, d, layout, pin, () -> release(slot));
         Seen recorded = seen.compareAndExchange(slot, known, fresh);
         if (recorded == known) {
             if (known != null) {
@@ -461,19 +519,24 @@ public final class SharedHolder implements AutoCloseable {
     }
 
     /**
-     * {@link #reclaimDeadReaders()} on the collector thread: does nothing once the handle is
-     * closed (the collector may run it while {@link #close()} removes it), and reports what
+     * The handle's housekeeping round, on the collector thread: retires this process's share
+     * of a version no longer current (so an idle process lets an old version go within a
+     * round), and on the creator's handle reclaims dead readers. Does nothing once the handle
+     * is closed (the collector may run it while {@link #close()} removes it), and reports what
      * it gave back in the log rather than to a caller.
      */
-    private void reclaimDeadReadersQuietly() {
+    private void housekeep() {
         if (!uses.enter()) {
             return;
         }
         try {
-            long n = file.reclaimDead(self, this::mayBeAlive, retirement);
-            if (n > 0) {
-                LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
-                        name(), n);
+            shares.retireIfReplaced();
+            if (creator) {
+                long n = file.reclaimDead(self, this::mayBeAlive, retirement);
+                if (n > 0) {
+                    LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
+                            name(), n);
+                }
             }
         } finally {
             leave();
@@ -491,6 +554,7 @@ public final class SharedHolder implements AutoCloseable {
         enter();
         try {
             file.unpin(file.swap(HolderWord.EMPTY), retirement);
+            shares.retireIfReplaced();
         } finally {
             leave();
         }
@@ -586,8 +650,8 @@ public final class SharedHolder implements AutoCloseable {
             }
             enter();
             try {
+                sharing.removeHousekeeping(housekeeping);
                 if (creator) {
-                    sharing.removeHousekeeping(reclaimInBackground);
                     file.markClosed();
                     try {
                         file.unpin(file.swap(HolderWord.EMPTY), retirement);
@@ -595,10 +659,15 @@ public final class SharedHolder implements AutoCloseable {
                         shm.unlink();
                     }
                 }
-                statsAtClose = readStats();
             } finally {
-                uses.close();
-                leave(); // the last use, maybe this one, unmaps
+                uses.close(); // no acquire installs a share after this without retiring it (see acquire)
+                try {
+                    // the process's share goes back now, or when the last tensor acquired from it is closed
+                    shares.retireCurrent();
+                    statsAtClose = readStats();
+                } finally {
+                    leave(); // the last use, maybe this one, unmaps
+                }
             }
         }
     }

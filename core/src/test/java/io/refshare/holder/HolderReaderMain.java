@@ -45,8 +45,8 @@ public final class HolderReaderMain {
                     }
                     case "EXIT" -> {
                         kept.forEach(Tensor::close);
+                        holder.close(); // gives back the process's share, which may retire a version here
                         SharedHolder.Stats s = holder.stats();
-                        holder.close();
                         System.out.println("BYE " + s.retiredHere() + " " + s.anomalies());
                         return;
                     }
