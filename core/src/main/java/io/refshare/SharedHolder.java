@@ -64,6 +64,20 @@ import java.util.concurrent.atomic.LongAdder;
  * of the latest version it saw in each slot mapped (until it sees the slot's next version,
  * or closes), so acquiring the same version again maps nothing.
  *
+ * <h2>One reference per version for the whole process</h2>
+ * A handle takes one reference in the holder file on a host version, the first time one of
+ * its threads acquires it, and hands that version out to its threads from then on without
+ * writing to the shared file: an acquire of the version the handle already holds counts one
+ * use on a per-thread stripe and reads the holder word to check the version is still
+ * current. The handle gives its reference back once the version is no longer current
+ * <i>and</i> the last tensor it handed out on it is closed. It notices a replacement at its
+ * next acquire, at its own publish, clear or close, and on its process's background collector
+ * every housekeeping round (100 ms), so a process that never acquires again still lets go.
+ * <b>Bound:</b> an old version is freed at most about one housekeeping round (100 ms, plus
+ * the round's own work) after it was replaced and every tensor any process acquired on it
+ * was closed; without this process share it was at that last close. Device versions are not
+ * shared this way: each acquisition takes and gives back its own reference (see below).
+ *
  * <h2>Device memory</h2>
  * A CUDA tensor is published the same way: its descriptor carries the segment's IPC handle
  * and, as every send of device memory does, an interprocess event recorded on the
@@ -79,7 +93,8 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <h2>Attribution and dead readers</h2>
  * Each process that opens the holder has a row in its file, named by pid and start
- * time, counting the references it holds per version.
+ * time, counting the references it holds per version (one per host version a handle of it
+ * holds for its threads, one per device acquisition).
  * {@link #reclaimDeadReaders()} gives back the references of processes that died, exactly
  * once; it runs by itself on the creating process's background collector every
  * housekeeping round (100 ms), so an old version a killed reader held is freed without any
@@ -110,13 +125,29 @@ import java.util.concurrent.atomic.LongAdder;
  * in a closed holder. The per-slot cache of seen versions is replaced by compare-and-set, so
  * each pin is released exactly once (by the thread that replaced it, or at unmapping).
  * <p>
+ * <b>The process share.</b> {@code ProcessShare} (read its notes for the invariants and the
+ * ordering argument) holds the handle's one reference on the current host version and
+ * counts the tensors handed out on it on per-thread stripes; its give-back is {@code
+ * release(slot)}: the reference in the file, then one use of the handle. A share owns one
+ * use of the handle from the acquire that created it to its give-back, so the mapping (and
+ * each pin, below) outlives every share, and a tensor acquired from a share needs no handle
+ * use of its own. Once {@code close} has closed the uses it retires the current share; an
+ * acquire that installs a share reads the closed flag after installing it and retires it if
+ * set. Both are sequentially consistent accesses (a compare-and-set of the current share, a
+ * read or compare-and-set of the flag), so at least one of the two sees the other and the
+ * share is retired (once: retirement takes it out of the current field by compare-and-set),
+ * and the handle's unmapping waits for its give-back. The fast path of {@code acquire} writes
+ * only its thread's stripe; it reads the Refshare's closed flag, the current share and the
+ * holder word.
+ * <p>
  * <b>Acquired host tensors borrow the pin's mapping.</b> Their block is a view alongside the
  * pin ({@code ViewedBlock.alongside}), which takes no reference on the mapping of its own, so
  * an acquire touches neither the receive cache nor its lock. The pin outlives every such view:
  * it is dropped either at unmapping, after every acquired tensor was released (each is a use
- * of the handle), or by a thread that holds a different version in the slot; that version
- * can only be there once the pin's version was retired, which takes the release of every
- * acquisition of it, and a tensor's release comes after its last access to the memory. For
+ * of the handle, directly or through its share's), or by a thread that holds a different
+ * version in the slot; that version can only be there once the pin's version was retired,
+ * which takes the release of every reference to it (a share's goes back only after its last
+ * tensor's release), and a tensor's release comes after its last access to the memory. For
  * the same reason every thread that records a version in the slot while holding it records
  * the same version, so the loser of the compare-and-set uses the winner's.
  */
@@ -339,9 +370,13 @@ public final class SharedHolder implements AutoCloseable {
      * tensor releases it. Thread-safe.
      *
      * <p>The tensor is the publisher's memory: its {@link Tensor#data()} is read-only. It
-     * stays valid after this handle closes, until it is closed or its {@code Refshare} is. A
-     * tensor never closed keeps its version alive until this process dies and its references
-     * are reclaimed.
+     * stays valid after this handle closes, and after the version is replaced, until it is
+     * closed or its {@code Refshare} is. A tensor never closed keeps its version alive until
+     * this process dies and its references are reclaimed.
+     *
+     * <p>The first acquire of a host version in this handle takes one reference in the holder
+     * file for the whole process; later acquires of the same version write nothing shared
+     * (see the class comment for when that reference goes back).
      *
      * @return the current version, holding one reference; or null
      * @throws IllegalStateException when this handle or its {@code Refshare} is closed
