@@ -110,7 +110,10 @@ import java.util.concurrent.atomic.LongAdder;
  * the file's name; versions still held stay valid until released. Any handle's close
  * stops its acquires; tensors it handed out stay valid (until their {@link Refshare} is
  * closed) and are released by closing them. Versions live in the publisher's memory:
- * close the holder before the publisher's {@code Refshare}.
+ * close the holder before the publisher's {@code Refshare}. A handle's close gives back its
+ * process's share of the current version (at once, or when the last tensor acquired from it
+ * is closed); a {@code Refshare} closed while a handle of it is still open does the same for
+ * that handle first.
  *
  * <h2>Implementation notes</h2>
  * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
@@ -179,6 +182,8 @@ public final class SharedHolder implements AutoCloseable {
      * readers.
      */
     private final Runnable housekeeping = this::housekeep;
+    /** Run when this handle's {@code Refshare} closes first: the process's share goes back then. */
+    private final Runnable refshareClosing = this::refshareClosing;
     /** The process's one reference on the current host version, handed out to its threads. */
     private final ProcessShare<Seen> shares;
 
@@ -231,7 +236,7 @@ public final class SharedHolder implements AutoCloseable {
             SharedHolderLayout.format(f.segment(), g, ProcessIdentity.current());
             SharedHolder holder = new SharedHolder(refshare, f, g, true, drainAt);
             // registered once constructed, so the collector never sees a half-built holder
-            refshare.sharing().addHousekeeping(holder.housekeeping);
+            holder.register();
             return holder;
         } catch (RuntimeException e) {
             f.unlink();
@@ -257,11 +262,28 @@ public final class SharedHolder implements AutoCloseable {
         try {
             Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
             SharedHolder holder = new SharedHolder(refshare, f, g, false, drainAt);
-            refshare.sharing().addHousekeeping(holder.housekeeping);
+            holder.register();
             return holder;
         } catch (RuntimeException e) {
             f.close();
             throw e;
+        }
+    }
+
+    private void register() {
+        sharing.addHousekeeping(housekeeping);
+        sharing.addCloseHook(refshareClosing);
+    }
+
+    /** The Refshare closes with this handle open: its share goes back now (or when its last tensor is closed). */
+    private void refshareClosing() {
+        if (!uses.enter()) {
+            return;
+        }
+        try {
+            shares.retireCurrent();
+        } finally {
+            leave();
         }
     }
 
@@ -686,6 +708,7 @@ public final class SharedHolder implements AutoCloseable {
             enter();
             try {
                 sharing.removeHousekeeping(housekeeping);
+                sharing.removeCloseHook(refshareClosing);
                 if (creator) {
                     file.markClosed();
                     try {

@@ -131,6 +131,31 @@ class SharedHolderTest {
     }
 
     @Test
+    void aRefshareClosedWithItsHolderHandleOpenGivesBackTheProcesssShare() {
+        try (TempShm shm = new TempShm();
+             Refshare publisherRs = Refshare.open(shm.config());
+             SharedHolder publisher = publisherRs.createHolder(4, 4)) {
+            Refshare readerRs = Refshare.open(shm.config());
+            SharedHolder reader = readerRs.openHolder(publisher.name());
+            publishPattern(publisherRs, publisher, 1);
+            try (Tensor t = reader.acquire()) {
+                assertEquals(-1, Patterns.firstMismatch(t.data(), 1));
+            }
+            readerRs.close(); // the handle is left open: its share of version 1 goes back now
+            assertThrows(IllegalStateException.class, reader::acquire);
+            publishPattern(publisherRs, publisher, 2);
+            assertEquals(1, publisher.stats().retired(), "nobody holds version 1 any more: retired by the publish");
+            reader.close();
+            publisher.close();
+            assertEquals(2, publisher.stats().retired());
+            assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, Internals.sharing(publisherRs).liveCounts());
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
     void theCreatorsCloseEmptiesTheHolderForEveryone() {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config())) {
             SharedHolder creator = rs.createHolder();
