@@ -109,11 +109,6 @@ public final class ProcessShare<T> {
         boolean enter() {
             return uses.enter();
         }
-
-        /** Whether the share was retired (its reference goes back once its uses end). */
-        public boolean isRetired() {
-            return uses.isClosed();
-        }
     }
 
     /**
@@ -171,10 +166,5 @@ public final class ProcessShare<T> {
         if (s != null) {
             s.uses.close();
         }
-    }
-
-    /** The current share (for tests), or null. */
-    public Share<T> current() {
-        return current;
     }
 }
