@@ -3,6 +3,7 @@ package io.refshare;
 import io.refshare.holder.HolderFile;
 import io.refshare.holder.SharedHolderLayout;
 import io.refshare.holder.HolderWord;
+import io.refshare.holder.ProcessShare;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
@@ -63,6 +64,20 @@ import java.util.concurrent.atomic.LongAdder;
  * of the latest version it saw in each slot mapped (until it sees the slot's next version,
  * or closes), so acquiring the same version again maps nothing.
  *
+ * <h2>One reference per version for the whole process</h2>
+ * A handle takes one reference in the holder file on a host version, the first time one of
+ * its threads acquires it, and hands that version out to its threads from then on without
+ * writing to the shared file: an acquire of the version the handle already holds counts one
+ * use on a per-thread stripe and reads the holder word to check the version is still
+ * current. The handle gives its reference back once the version is no longer current
+ * <i>and</i> the last tensor it handed out on it is closed. It notices a replacement at its
+ * next acquire, at its own publish, clear or close, and on its process's background collector
+ * every housekeeping round (100 ms), so a process that never acquires again still lets go.
+ * <b>Bound:</b> an old version is freed at most about one housekeeping round (100 ms, plus
+ * the round's own work) after it was replaced and every tensor any process acquired on it
+ * was closed; without this process share it was at that last close. Device versions are not
+ * shared this way: each acquisition takes and gives back its own reference (see below).
+ *
  * <h2>Device memory</h2>
  * A CUDA tensor is published the same way: its descriptor carries the segment's IPC handle
  * and, as every send of device memory does, an interprocess event recorded on the
@@ -78,7 +93,8 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <h2>Attribution and dead readers</h2>
  * Each process that opens the holder has a row in its file, named by pid and start
- * time, counting the references it holds per version.
+ * time, counting the references it holds per version (one per host version a handle of it
+ * holds for its threads, one per device acquisition).
  * {@link #reclaimDeadReaders()} gives back the references of processes that died, exactly
  * once; it runs by itself on the creating process's background collector every
  * housekeeping round (100 ms), so an old version a killed reader held is freed without any
@@ -94,7 +110,10 @@ import java.util.concurrent.atomic.LongAdder;
  * the file's name; versions still held stay valid until released. Any handle's close
  * stops its acquires; tensors it handed out stay valid (until their {@link Refshare} is
  * closed) and are released by closing them. Versions live in the publisher's memory:
- * close the holder before the publisher's {@code Refshare}.
+ * close the holder before the publisher's {@code Refshare}. A handle's close gives back its
+ * process's share of the current version (at once, or when the last tensor acquired from it
+ * is closed); a {@code Refshare} closed while a handle of it is still open does the same for
+ * that handle first.
  *
  * <h2>Implementation notes</h2>
  * The counting protocol, its invariants, the transfer arithmetic, why a version's count is
@@ -109,13 +128,29 @@ import java.util.concurrent.atomic.LongAdder;
  * in a closed holder. The per-slot cache of seen versions is replaced by compare-and-set, so
  * each pin is released exactly once (by the thread that replaced it, or at unmapping).
  * <p>
+ * <b>The process share.</b> {@code ProcessShare} (read its notes for the invariants and the
+ * ordering argument) holds the handle's one reference on the current host version and
+ * counts the tensors handed out on it on per-thread stripes; its give-back is {@code
+ * release(slot)}: the reference in the file, then one use of the handle. A share owns one
+ * use of the handle from the acquire that created it to its give-back, so the mapping (and
+ * each pin, below) outlives every share, and a tensor acquired from a share needs no handle
+ * use of its own. Once {@code close} has closed the uses it retires the current share; an
+ * acquire that installs a share reads the closed flag after installing it and retires it if
+ * set. Both are sequentially consistent accesses (a compare-and-set of the current share, a
+ * read or compare-and-set of the flag), so at least one of the two sees the other and the
+ * share is retired (once: retirement takes it out of the current field by compare-and-set),
+ * and the handle's unmapping waits for its give-back. The fast path of {@code acquire} writes
+ * only its thread's stripe; it reads the Refshare's closed flag, the current share and the
+ * holder word.
+ * <p>
  * <b>Acquired host tensors borrow the pin's mapping.</b> Their block is a view alongside the
  * pin ({@code ViewedBlock.alongside}), which takes no reference on the mapping of its own, so
  * an acquire touches neither the receive cache nor its lock. The pin outlives every such view:
  * it is dropped either at unmapping, after every acquired tensor was released (each is a use
- * of the handle), or by a thread that holds a different version in the slot; that version
- * can only be there once the pin's version was retired, which takes the release of every
- * acquisition of it, and a tensor's release comes after its last access to the memory. For
+ * of the handle, directly or through its share's), or by a thread that holds a different
+ * version in the slot; that version can only be there once the pin's version was retired,
+ * which takes the release of every reference to it (a share's goes back only after its last
+ * tensor's release), and a tensor's release comes after its last access to the memory. For
  * the same reason every thread that records a version in the slot while holding it records
  * the same version, so the loser of the compare-and-set uses the winner's.
  */
@@ -141,8 +176,16 @@ public final class SharedHolder implements AutoCloseable {
     private final LongAdder anomalies = new LongAdder();
     /** {@link #retired}, made once: a method reference made at each release would be an object per release. */
     private final HolderFile.Retirement retirement = this::retired;
-    /** The creator's task on its process's collector: reclaims dead readers every housekeeping round. */
-    private final Runnable reclaimInBackground = this::reclaimDeadReadersQuietly;
+    /**
+     * This handle's task on its process's collector, every housekeeping round: retires the
+     * process's share of a version that is no longer current, and (the creator's) reclaims dead
+     * readers.
+     */
+    private final Runnable housekeeping = this::housekeep;
+    /** Run when this handle's {@code Refshare} closes first: the process's share goes back then. */
+    private final Runnable refshareClosing = this::refshareClosing;
+    /** The process's one reference on the current host version, handed out to its threads. */
+    private final ProcessShare<Seen> shares;
 
     /**
      * A version as this handle knows it: decoded once, and with a pin (a view with no count
@@ -153,7 +196,8 @@ public final class SharedHolder implements AutoCloseable {
      * @param release gives back one acquisition of the version (made once, run by each
      *                acquired tensor's block when it is disposed)
      */
-    private record Seen(long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin, Runnable release) {
+    private record Seen(int slot, long sequence, Descriptor descriptor, TensorLayout layout, ViewedBlock pin,
+                        Runnable release) {
         /** A block for one acquisition: alongside the pin for host memory, opened anew for device memory. */
         ViewedBlock view(Sharing sharing) {
             return pin != null ? pin.alongside(release) : sharing.view(descriptor, release);
@@ -175,6 +219,8 @@ public final class SharedHolder implements AutoCloseable {
         this.creator = creator;
         this.seen = new AtomicReferenceArray<>(geometry.slotCapacity());
         this.row = claimRow();
+        // a share's give-back: its reference in the file, then the use of the handle it held
+        this.shares = new ProcessShare<>(file, this::release);
     }
 
     /** See {@link Refshare#createHolder(int, int)}. */
@@ -190,7 +236,7 @@ public final class SharedHolder implements AutoCloseable {
             SharedHolderLayout.format(f.segment(), g, ProcessIdentity.current());
             SharedHolder holder = new SharedHolder(refshare, f, g, true, drainAt);
             // registered once constructed, so the collector never sees a half-built holder
-            refshare.sharing().addHousekeeping(holder.reclaimInBackground);
+            holder.register();
             return holder;
         } catch (RuntimeException e) {
             f.unlink();
@@ -215,10 +261,29 @@ public final class SharedHolder implements AutoCloseable {
         ShmFile f = refshare.sharing().directory().open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH);
         try {
             Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
-            return new SharedHolder(refshare, f, g, false, drainAt);
+            SharedHolder holder = new SharedHolder(refshare, f, g, false, drainAt);
+            holder.register();
+            return holder;
         } catch (RuntimeException e) {
             f.close();
             throw e;
+        }
+    }
+
+    private void register() {
+        sharing.addHousekeeping(housekeeping);
+        sharing.addCloseHook(refshareClosing);
+    }
+
+    /** The Refshare closes with this handle open: its share goes back now (or when its last tensor is closed). */
+    private void refshareClosing() {
+        if (!uses.enter()) {
+            return;
+        }
+        try {
+            shares.retireCurrent();
+        } finally {
+            leave();
         }
     }
 
@@ -292,6 +357,7 @@ public final class SharedHolder implements AutoCloseable {
                 if (file.isClosed()) {
                     file.unpin(file.swap(HolderWord.EMPTY), retirement); // the creator closed as we installed
                 }
+                shares.retireIfReplaced(); // this process's share of the old version goes now, not at the next round
                 return sequence;
             } finally {
                 if (!installed) {
@@ -326,9 +392,13 @@ public final class SharedHolder implements AutoCloseable {
      * tensor releases it. Thread-safe.
      *
      * <p>The tensor is the publisher's memory: its {@link Tensor#data()} is read-only. It
-     * stays valid after this handle closes, until it is closed or its {@code Refshare} is. A
-     * tensor never closed keeps its version alive until this process dies and its references
-     * are reclaimed.
+     * stays valid after this handle closes, and after the version is replaced, until it is
+     * closed or its {@code Refshare} is. A tensor never closed keeps its version alive until
+     * this process dies and its references are reclaimed.
+     *
+     * <p>The first acquire of a host version in this handle takes one reference in the holder
+     * file for the whole process; later acquires of the same version write nothing shared
+     * (see the class comment for when that reference goes back).
      *
      * @return the current version, holding one reference; or null
      * @throws IllegalStateException when this handle or its {@code Refshare} is closed
@@ -340,6 +410,14 @@ public final class SharedHolder implements AutoCloseable {
      *                               something other than refshare)
      */
     public Tensor acquire() {
+        if (sharing.isClosed()) {
+            throw new IllegalStateException("refshare context is closed");
+        }
+        // the fast path: a use of the process's share of the current version, no write to the file
+        ProcessShare.Share<Seen> share = shares.tryAcquire();
+        if (share != null) {
+            return tensorOf(share);
+        }
         enter();
         long w;
         try {
@@ -356,10 +434,47 @@ public final class SharedHolder implements AutoCloseable {
             leave();
             return null;
         }
-        ViewedBlock block;
         Seen v;
         try {
             v = seen(slot, HolderWord.generation(w));
+        } catch (RuntimeException e) {
+            undo(e, () -> release(slot));
+            throw e;
+        }
+        if (v.pin() == null) {
+            return deviceTensor(v); // device memory: one reference per acquisition, as an IPC open must not linger
+        }
+        // the reference just taken, and the use of the handle, become the process's share of the version
+        share = shares.adopt(w, v);
+        if (uses.isClosed()) {
+            shares.retire(share); // closed as we installed: close() may have retired the share before it was current
+        }
+        return tensorOf(share);
+    }
+
+    /** A tensor for one use of {@code share}, which the tensor's release ends. */
+    private Tensor tensorOf(ProcessShare.Share<Seen> share) {
+        Seen v = share.attachment();
+        ViewedBlock block;
+        try {
+            block = v.pin().alongside(share.leave);
+        } catch (RuntimeException e) {
+            undo(e, share.leave);
+            throw e;
+        }
+        try {
+            return new Tensor(block, v.layout());
+        } catch (RuntimeException e) {
+            undo(e, block::release); // ends the use
+            throw e;
+        }
+    }
+
+    /** A device tensor holding the acquisition's own reference (released by the tensor's release). */
+    private Tensor deviceTensor(Seen v) {
+        int slot = v.slot();
+        ViewedBlock block;
+        try {
             block = v.view(sharing);
         } catch (RuntimeException e) {
             undo(e, () -> release(slot));
@@ -397,7 +512,7 @@ public final class SharedHolder implements AutoCloseable {
         // open in this process maps it, the others count a user) and its release closes it
         ViewedBlock pin = d.backend() == Backend.HOST ? sharing.view(d, () -> {
         }) : null;
-        Seen fresh = new Seen(sequence, d, layout, pin, () -> release(slot));
+        Seen fresh = new Seen(slot, sequence, d, layout, pin, () -> release(slot));
         Seen recorded = seen.compareAndExchange(slot, known, fresh);
         if (recorded == known) {
             if (known != null) {
@@ -461,19 +576,24 @@ public final class SharedHolder implements AutoCloseable {
     }
 
     /**
-     * {@link #reclaimDeadReaders()} on the collector thread: does nothing once the handle is
-     * closed (the collector may run it while {@link #close()} removes it), and reports what
+     * The handle's housekeeping round, on the collector thread: retires this process's share
+     * of a version no longer current (so an idle process lets an old version go within a
+     * round), and on the creator's handle reclaims dead readers. Does nothing once the handle
+     * is closed (the collector may run it while {@link #close()} removes it), and reports what
      * it gave back in the log rather than to a caller.
      */
-    private void reclaimDeadReadersQuietly() {
+    private void housekeep() {
         if (!uses.enter()) {
             return;
         }
         try {
-            long n = file.reclaimDead(self, this::mayBeAlive, retirement);
-            if (n > 0) {
-                LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
-                        name(), n);
+            shares.retireIfReplaced();
+            if (creator) {
+                long n = file.reclaimDead(self, this::mayBeAlive, retirement);
+                if (n > 0) {
+                    LOG.log(System.Logger.Level.INFO, "holder {0}: reclaimed {1} references held by dead readers",
+                            name(), n);
+                }
             }
         } finally {
             leave();
@@ -491,6 +611,7 @@ public final class SharedHolder implements AutoCloseable {
         enter();
         try {
             file.unpin(file.swap(HolderWord.EMPTY), retirement);
+            shares.retireIfReplaced();
         } finally {
             leave();
         }
@@ -586,8 +707,9 @@ public final class SharedHolder implements AutoCloseable {
             }
             enter();
             try {
+                sharing.removeHousekeeping(housekeeping);
+                sharing.removeCloseHook(refshareClosing);
                 if (creator) {
-                    sharing.removeHousekeeping(reclaimInBackground);
                     file.markClosed();
                     try {
                         file.unpin(file.swap(HolderWord.EMPTY), retirement);
@@ -595,10 +717,15 @@ public final class SharedHolder implements AutoCloseable {
                         shm.unlink();
                     }
                 }
-                statsAtClose = readStats();
             } finally {
-                uses.close();
-                leave(); // the last use, maybe this one, unmaps
+                uses.close(); // no acquire installs a share after this without retiring it (see acquire)
+                try {
+                    // the process's share goes back now, or when the last tensor acquired from it is closed
+                    shares.retireCurrent();
+                    statsAtClose = readStats();
+                } finally {
+                    leave(); // the last use, maybe this one, unmaps
+                }
             }
         }
     }

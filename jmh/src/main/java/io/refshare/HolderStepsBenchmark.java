@@ -1,10 +1,17 @@
 package io.refshare;
 
 import io.refshare.bench.ShmTemp;
+import io.refshare.holder.HolderFile;
+import io.refshare.holder.HolderWord;
+import io.refshare.holder.ProcessShare;
+import io.refshare.holder.SharedHolderLayout;
 import io.refshare.holder.StripedUses;
 import io.refshare.observe.LeakDetector;
 import io.refshare.share.ViewedBlock;
 import io.refshare.shm.HandleUses;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Descriptor;
@@ -44,6 +51,10 @@ import java.util.concurrent.TimeUnit;
  *     {@link Tensor} (layout check, leak detector's sampling) and closed through it.</li>
  * <li>{@code leakSampling}: the leak detector's draw alone, and the watch of the one tensor in
  *     {@value LeakDetector#SAMPLING_INTERVAL} it picks (a stack capture and a cleaner).</li>
+ * <li>{@code processShare}: a use of the process's share of the current version
+ *     ({@link ProcessShare#tryAcquire()}: its thread's stripe, and a read of the holder word to
+ *     check the version is current) and its end, on the holder's own file: what an acquire of
+ *     a version the process already holds does instead of the protocol.</li>
  * <li>{@code acquireClose}: the whole {@link SharedHolder#acquire()} and close.</li>
  * </ul>
  * No step sends a JFR event: none is on the holder's acquire or release path.
@@ -66,6 +77,8 @@ public class HolderStepsBenchmark {
     private final HandleUses uses = new HandleUses(NOTHING);
     private final StripedUses stripedUses = new StripedUses(NOTHING);
     private ViewedBlock pin;
+    private ShmFile holderFile;
+    private ProcessShare<Object> share;
 
     @Setup(Level.Trial)
     public void setUp() throws IOException {
@@ -78,10 +91,20 @@ public class HolderStepsBenchmark {
         }
         layout = TensorLayout.contiguous(DType.UINT8, published.length());
         pin = rs.sharing().view(published, NOTHING);
+        holderFile = rs.sharing().directory().open(holder.name(), ShmKind.HOLDER, 0);
+        HolderFile file = new HolderFile(holderFile.segment(),
+                SharedHolderLayout.readGeometry(holderFile.segment(), holderFile.path().toString()),
+                HolderWord.DEFAULT_DRAIN_AT);
+        int row = file.registerReader(ProcessIdentity.current().packed());
+        share = new ProcessShare<>(file, slot -> file.release(row, slot, (s, q, d) -> {
+        }));
+        share.adopt(file.acquire(row), null).leave.run(); // the process's share of the version, no use in progress
     }
 
     @TearDown(Level.Trial)
     public void tearDown() throws IOException {
+        share.retireCurrent();
+        holderFile.close();
         pin.release();
         rs.sharing().cancel(published);
         holder.close();
@@ -140,6 +163,13 @@ public class HolderStepsBenchmark {
         }
         LeakDetector.watch(this, NOTHING, 1).closed();
         return true;
+    }
+
+    @Benchmark
+    public long processShare() {
+        ProcessShare.Share<Object> s = share.tryAcquire();
+        s.leave.run();
+        return s.word();
     }
 
     @Benchmark

@@ -57,6 +57,7 @@ public final class Sharing implements AutoCloseable {
     private final LongAdder received = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
     private final Set<Runnable> housekeeping = ConcurrentHashMap.newKeySet();
+    private final Set<Runnable> beforeClose = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
     private volatile boolean statusDamaged;
     // ---- device memory: created on first use (see DeviceSharing) ----
@@ -471,6 +472,19 @@ public final class Sharing implements AutoCloseable {
     }
 
     /**
+     * Runs {@code task} at the start of {@link #close()}, while everything still works, unless
+     * it was removed before: holder handles left open give back the references they hold for
+     * their process's threads. Each task runs on its own (one failing stops no other).
+     */
+    public void addCloseHook(Runnable task) {
+        beforeClose.add(task);
+    }
+
+    public void removeCloseHook(Runnable task) {
+        beforeClose.remove(task);
+    }
+
+    /**
      * Called by the collector: each task on its own, so one failing (a corrupt holder file,
      * a fault on a truncated one) stops no other.
      */
@@ -626,6 +640,14 @@ public final class Sharing implements AutoCloseable {
     public synchronized void close() {
         if (closed) {
             return;
+        }
+        for (Runnable task : beforeClose) {
+            try {
+                task.run();
+            } catch (Throwable e) {
+                Failures.rethrowIfFatal(e);
+                LOG.log(System.Logger.Level.WARNING, "a task run before closing failed", e);
+            }
         }
         closed = true;
         LockSupport.unpark(collector);

@@ -18,7 +18,11 @@ import java.util.List;
  * <pre>
  *   READ n    acquire, verify every byte, release, n times (and until it saw two versions)
  *             -> DONE iterations mismatches backwards distinct retiredHere anomalies
+ *   READT t n READ n on each of t threads at once, the figures summed (distinct: the most
+ *             one thread saw)                                     -> DONE ...
  *   HOLD      acquire the current version and keep it            -> HELD id
+ *   ACQ n     acquire and release n times (one version is enough) -> ACQ id-of-the-last
+ *   STATS     this handle's figures, nothing else done          -> STATS retiredHere anomalies
  *   EXIT      close the holder and refshare                      -> BYE retiredHere anomalies
  * </pre>
  * A version is {@link Versions#fill written} with its id at both ends and a pattern of that
@@ -37,16 +41,31 @@ public final class HolderReaderMain {
             while ((line = in.readLine()) != null) {
                 String[] w = line.split(" ");
                 switch (w[0]) {
-                    case "READ" -> System.out.println(read(holder, Long.parseLong(w[1])));
+                    case "READ" -> System.out.println(done(holder, read(holder, Long.parseLong(w[1]))));
+                    case "READT" -> System.out.println(done(holder, readOnThreads(holder, Integer.parseInt(w[1]),
+                            Long.parseLong(w[2]))));
                     case "HOLD" -> {
                         Tensor t = holder.acquire();
                         kept.add(t);
                         System.out.println("HELD " + Versions.id(t.data()));
                     }
+                    case "ACQ" -> {
+                        long id = -1;
+                        for (long i = Long.parseLong(w[1]); i > 0; i--) {
+                            try (Tensor t = holder.acquire()) {
+                                id = Versions.id(t.data());
+                            }
+                        }
+                        System.out.println("ACQ " + id);
+                    }
+                    case "STATS" -> {
+                        SharedHolder.Stats s = holder.stats();
+                        System.out.println("STATS " + s.retiredHere() + " " + s.anomalies());
+                    }
                     case "EXIT" -> {
                         kept.forEach(Tensor::close);
+                        holder.close(); // gives back the process's share, which may retire a version here
                         SharedHolder.Stats s = holder.stats();
-                        holder.close();
                         System.out.println("BYE " + s.retiredHere() + " " + s.anomalies());
                         return;
                     }
@@ -56,7 +75,41 @@ public final class HolderReaderMain {
         }
     }
 
-    private static String read(SharedHolder holder, long iterations) {
+    private static String done(SharedHolder holder, long[] f) {
+        SharedHolder.Stats s = holder.stats();
+        return "DONE " + f[0] + " " + f[1] + " " + f[2] + " " + f[3] + " " + s.retiredHere() + " " + s.anomalies();
+    }
+
+    private static long[] readOnThreads(SharedHolder holder, int threads, long iterations) throws Exception {
+        long[][] figures = new long[threads][];
+        Throwable[] failures = new Throwable[threads];
+        Thread[] all = new Thread[threads];
+        for (int i = 0; i < threads; i++) {
+            int me = i;
+            all[i] = Thread.ofPlatform().start(() -> {
+                try {
+                    figures[me] = read(holder, iterations);
+                } catch (Throwable e) {
+                    failures[me] = e;
+                }
+            });
+        }
+        long[] sum = new long[4];
+        for (int i = 0; i < threads; i++) {
+            all[i].join();
+            if (failures[i] != null) {
+                throw new IllegalStateException("reader thread " + i + " failed", failures[i]);
+            }
+            sum[0] += figures[i][0];
+            sum[1] += figures[i][1];
+            sum[2] += figures[i][2];
+            sum[3] = Math.max(sum[3], figures[i][3]);
+        }
+        return sum;
+    }
+
+    /** {iterations, mismatches, backwards, distinct} */
+    private static long[] read(SharedHolder holder, long iterations) {
         long mismatches = 0;
         long backwards = 0;
         long distinct = 0;
@@ -91,8 +144,6 @@ public final class HolderReaderMain {
             }
             done++;
         }
-        SharedHolder.Stats s = holder.stats();
-        return "DONE " + done + " " + mismatches + " " + backwards + " " + distinct + " " + s.retiredHere() + " "
-                + s.anomalies();
+        return new long[]{done, mismatches, backwards, distinct};
     }
 }

@@ -72,11 +72,86 @@ class SharedHolderTest {
             assertEquals(1, peeked.retired());
             assertEquals(1, peeked.readers().size(), "one row for this process (both handles); peeking took none");
             publisher.close();
-            assertEquals(2, reader.stats().retired(), "closing the creator retires the current version");
+            // the reader process still holds its share of version 2 (no tensor): its background round lets it go
+            Eventually.await(Duration.ofSeconds(20), () -> reader.stats().retired() == 2,
+                    "closing the creator retires the current version once the reader's round gives back its share");
             reader.close();
             assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
             assertEquals(0, Internals.sharing(publisherRs).liveCounts());
             assertEquals(0, shm.count(ShmKind.HOLDER.tag()), "the creator removed the holder's name");
+        }
+    }
+
+    @Test
+    void threadsOfOneProcessTakeOneSharedReferencePerVersionWhichAnIdleRoundGivesBack() throws Exception {
+        try (TempShm shm = new TempShm();
+             Refshare publisherRs = Refshare.open(shm.config());
+             Refshare readerRs = Refshare.open(shm.config());
+             SharedHolder publisher = publisherRs.createHolder(4, 4)) {
+            SharedHolder reader = readerRs.openHolder(publisher.name());
+            publishPattern(publisherRs, publisher, 1);
+            ConcurrentLinkedQueue<String> wrong = new ConcurrentLinkedQueue<>();
+            Runnable read = () -> {
+                for (int i = 0; i < 10_000; i++) {
+                    try (Tensor t = reader.acquire()) {
+                        if (t.data().get(ValueLayout.JAVA_BYTE, 0) != Patterns.byteAt(1, 0)) {
+                            wrong.add("iteration " + i);
+                        }
+                    }
+                }
+            };
+            Thread a = Thread.ofPlatform().start(read);
+            Thread b = Thread.ofPlatform().start(read);
+            a.join();
+            b.join();
+            assertEquals(List.of(), List.copyOf(wrong));
+            try (ShmFile f = Internals.sharing(publisherRs).directory().open(publisher.name(), ShmKind.HOLDER, 0)) {
+                HolderFile file = new HolderFile(f.segment(),
+                        SharedHolderLayout.readGeometry(f.segment(), f.path().toString()), HolderWord.DEFAULT_DRAIN_AT);
+                long word = file.word();
+                // the two threads' first acquires may both find no share: the loser's reference lives only for its use
+                assertTrue(HolderWord.count(word) <= 2, "20,000 tensors, " + HolderWord.count(word)
+                        + " acquisitions through the holder word");
+                int row = file.registerReader(io.refshare.shm.ProcessIdentity.current().packed()); // this process's row
+                assertEquals(1, file.held(row, HolderWord.slot(word)), "the process holds one reference: its share");
+            }
+            publishPattern(publisherRs, publisher, 2); // by another handle: the reader's handle acquires no more
+            long replaced = System.nanoTime();
+            assertEquals(0, publisher.stats().retired(), "the reader's share still holds version 1");
+            Eventually.await(Duration.ofSeconds(2), () -> publisher.stats().retired() == 1,
+                    "the reader handle's background round gave back its share of version 1");
+            System.out.printf("idle handle: version 1 retired %d ms after it was replaced%n",
+                    (System.nanoTime() - replaced) / 1_000_000);
+            assertEquals(1, reader.stats().retiredHere(), "retired by the reader handle's round");
+            reader.close();
+            publisher.close();
+            assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, Internals.sharing(publisherRs).liveCounts());
+        }
+    }
+
+    @Test
+    void aRefshareClosedWithItsHolderHandleOpenGivesBackTheProcesssShare() {
+        try (TempShm shm = new TempShm();
+             Refshare publisherRs = Refshare.open(shm.config());
+             SharedHolder publisher = publisherRs.createHolder(4, 4)) {
+            Refshare readerRs = Refshare.open(shm.config());
+            SharedHolder reader = readerRs.openHolder(publisher.name());
+            publishPattern(publisherRs, publisher, 1);
+            try (Tensor t = reader.acquire()) {
+                assertEquals(-1, Patterns.firstMismatch(t.data(), 1));
+            }
+            readerRs.close(); // the handle is left open: its share of version 1 goes back now
+            assertThrows(IllegalStateException.class, reader::acquire);
+            publishPattern(publisherRs, publisher, 2);
+            assertEquals(1, publisher.stats().retired(), "nobody holds version 1 any more: retired by the publish");
+            reader.close();
+            publisher.close();
+            assertEquals(2, publisher.stats().retired());
+            assertTrue(publisherRs.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, Internals.sharing(publisherRs).liveCounts());
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
         }
     }
 

@@ -48,8 +48,10 @@ import java.util.concurrent.locks.StampedLock;
  *     as what {@code SharedHolder} adds to the protocol) and no shared write: how much two
  *     threads' protocol costs once its cache lines no longer stay with one thread for several
  *     iterations in a row.</li>
- * <li>{@code sharedHolderTensor}: the whole {@link SharedHolder#acquire()}: the protocol, plus
- *     the version's block (alongside the handle's pin of it) as a {@link Tensor}, and closing it.</li>
+ * <li>{@code sharedHolderTensor}: the whole {@link SharedHolder#acquire()}: a use of the
+ *     process's share of the current version (the protocol runs once per version and process,
+ *     not per acquisition), plus the version's block (alongside the handle's pin of it) as a
+ *     {@link Tensor}, and closing it.</li>
  * <li>{@code casRefCount}: a volatile reference to a version with its own count, acquired by a
  *     compare-and-set loop that refuses a count of zero and re-reads the reference (Netty's
  *     {@code retain} on a holder): correct only because the garbage collector keeps a dead
