@@ -28,7 +28,21 @@ final class PythonBench {
     record Outcome(List<Measurement> measurements, String skipped, long pid, int exit) {
     }
 
+    /**
+     * Messages a Python row streams at most: the Python peer moves about 100,000 a second, so
+     * the two million a Java row streams at small sizes would take twenty seconds a row.
+     */
+    private static final int MAX_MESSAGES = 200_000;
+
     private PythonBench() {
+    }
+
+    private static int messages(SizePlan p) {
+        return Math.min(p.streamMessages(), MAX_MESSAGES);
+    }
+
+    private static int warmup(SizePlan p) {
+        return Math.min(p.streamWarmup(), Math.max(p.window(), messages(p) / 10));
     }
 
     static Outcome run(Refshare rs, PeerProcess java, Settings settings, List<SizePlan> plans, PrintStream log)
@@ -48,15 +62,14 @@ final class PythonBench {
             for (SizePlan p : plans) {
                 for (Mode mode : Mode.values()) {
                     LatencyStats latency = toPython.pingPong(p.size(), mode, p.pingPongWarmup(), p.pingPongRounds());
-                    ThroughputStats throughput = toPython.stream(p.size(), mode, p.streamWarmup(), p.streamMessages(),
-                            p.window());
+                    ThroughputStats throughput = toPython.stream(p.size(), mode, warmup(p), messages(p), p.window());
                     out.add(logged(log, new Measurement(p.size(), JAVA_TO_PYTHON + mode.label(), false, latency,
                             throughput)));
                 }
                 for (Mode mode : Mode.values()) {
                     LatencyStats latency = fromPython.pingPong(p.size(), mode, p.pingPongWarmup(), p.pingPongRounds());
-                    ThroughputStats throughput = fromPython.stream(p.size(), mode, p.streamWarmup(),
-                            p.streamMessages(), p.window());
+                    ThroughputStats throughput = fromPython.stream(p.size(), mode, warmup(p), messages(p),
+                            p.window());
                     out.add(logged(log, new Measurement(p.size(), PYTHON_TO_JAVA + mode.label(), false, latency,
                             throughput)));
                 }

@@ -26,7 +26,9 @@ record SizePlan(long size, int pingPongWarmup, int pingPongRounds, int streamWar
     static SizePlan of(long size, boolean quick, int iterations) {
         long budget = quick ? GIB / 4 : 4 * GIB;
         int rounds = iterations > 0 ? iterations : Math.clamp(budget / size, 30, quick ? 2_000 : 10_000);
-        int messages = iterations > 0 ? iterations : Math.clamp(budget / size, 20, quick ? 20_000 : 200_000);
+        // up to two million small messages: at a million a second or more a shorter window (it was
+        // 200,000) is a tenth of a second, and one scheduling hiccup moved a row by a third
+        int messages = iterations > 0 ? iterations : Math.clamp(budget / size, 20, quick ? 200_000 : 2_000_000);
         // fresh tensors in flight each hold their own memory: bound the window by bytes too
         int window = Math.clamp(GIB / size, 4, 64);
         // reclamation rounds wait for the producer's collector (up to milliseconds each) whatever the size
