@@ -12,7 +12,8 @@ from conftest import PYTHON_DIR
 PRODUCER = r'''
 import faulthandler, os, subprocess, sys
 faulthandler.enable()
-import refshare
+import refshare, refshare.sharing
+refshare.sharing.COUNTER_SLOTS = 10000   # the pile spans several files (the default holds 100,000)
 
 CONSUMER = """
 import sys, refshare
@@ -48,7 +49,7 @@ t = rs.allocate("uint8", (64,))
 t.numpy()[:] = 7
 # nobody consumes yet: the tokens pile up over several counter files
 msgs = [rs.share(t).hex() for _ in range(pile)]
-assert rs.stats().own_counter_files == -(-pile // 10000), rs.stats()
+assert rs.stats().own_counter_files == -(-pile // refshare.sharing.COUNTER_SLOTS), rs.stats()
 assert mapped(rs, t._block)
 consumer.stdin.write("\n".join(msgs) + "\n\n")
 consumer.stdin.flush()
