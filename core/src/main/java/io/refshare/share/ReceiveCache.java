@@ -28,7 +28,12 @@ import java.util.Map;
  * of the message itself. Idle mappings are bounded ({@value #MAX_IDLE_SEGMENTS}, least
  * recently used go first) and dropped by {@link #dropIdleRemoved()} (the collector runs
  * it every 100 ms) once the sender has removed the file, so they never keep a freed
- * segment's memory alive for long.
+ * segment's memory alive for long. The bound is generous because an idle mapping costs only
+ * address space and the page-table entries of the pages read (the descriptor was closed
+ * after mapping): a sender's pool of 1 MiB blocks spans tens of 4 MiB segments, and with a
+ * bound of 64 two such senders already overflowed it, so that every message unmapped one
+ * segment and mapped another (`refshare bench --scaling`, 1 MiB: two producers into one
+ * consumer fell to 0.21× of one, four to 0.09×; with 1,024, 0.92× and 1.05×).
  */
 final class ReceiveCache {
     private static final byte[] NO_HANDLE = new byte[0];
@@ -97,7 +102,7 @@ final class ReceiveCache {
 
     private static final System.Logger LOG = System.getLogger(ReceiveCache.class.getName());
     private final ShmDirectory directory;
-    static final int MAX_IDLE_SEGMENTS = 64;
+    static final int MAX_IDLE_SEGMENTS = 1024;
 
     private final Map<String, Mapping> segments = new HashMap<>();
     /** Mapped segments no open block uses. */
