@@ -4,13 +4,11 @@ import io.refshare.Internals;
 import io.refshare.Refshare;
 import io.refshare.SharedHolder;
 import io.refshare.Tensor;
-import io.refshare.shm.FileHeader;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,7 +27,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * threads in several processes under rapid publishing leave nothing behind.
  */
 class ProcessShareAcrossProcessesTest {
-    private static final long VERSION_BYTES = 16 << 10;
     /** One housekeeping round is 100 ms; the rest is slack for a busy 2-CPU machine. */
     private static final Duration ROUND_BOUND = Duration.ofSeconds(2);
 
@@ -39,13 +36,13 @@ class ProcessShareAcrossProcessesTest {
             try (Refshare rs = Refshare.open(shm.config());
                  SharedHolder holder = rs.createHolder(4, 4);
                  ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name())) {
-                publish(rs, holder, 1);
+                Versions.publish(rs, holder, 1);
                 assertEquals("READY", reader.read());
                 reader.send("ACQ 1000");
                 assertEquals("ACQ 1", reader.read());
                 // the reader now holds no tensor, only its process's share of version 1
                 assertEquals(1, holder.stats().liveVersions(), "version 1, current");
-                publish(rs, holder, 2);
+                Versions.publish(rs, holder, 2);
                 long replaced = System.nanoTime();
                 assertEquals(0, holder.stats().retired(), "the reader process's share still holds version 1");
                 // from here the reader is idle: no acquire, no command; only its collector runs
@@ -74,12 +71,12 @@ class ProcessShareAcrossProcessesTest {
             try (Refshare rs = Refshare.open(shm.config());
                  SharedHolder holder = rs.createHolder(4, 4);
                  ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name())) {
-                publish(rs, holder, 1);
+                Versions.publish(rs, holder, 1);
                 assertEquals("READY", reader.read());
                 reader.send("ACQ 1000");
                 assertEquals("ACQ 1", reader.read());
                 reader.kill(); // SIGKILL: no tensor open, but its share of version 1 is counted in its row
-                publish(rs, holder, 2);
+                Versions.publish(rs, holder, 2);
                 Eventually.await(() -> holder.stats().retired() == 1, "version 1 retired for the dead reader");
                 SharedHolder.Stats s = holder.stats();
                 assertEquals(1, s.reclaimed(), "the dead reader's one shared reference, once");
@@ -92,7 +89,7 @@ class ProcessShareAcrossProcessesTest {
                 assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(20)));
                 assertEquals(0, Internals.sharing(rs).liveCounts());
             } finally {
-                removeFilesOfDeadProcesses(shm);
+                Versions.removeFilesOfDeadProcesses(shm);
             }
         }
     }
@@ -112,7 +109,7 @@ class ProcessShareAcrossProcessesTest {
                 try {
                     long id = 0;
                     while (!stop.get() || published.get() < 500) {
-                        try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
+                        try (Tensor t = rs.allocateBytes(Versions.BYTES)) {
                             Versions.fill(t.data(), id++);
                             while (true) {
                                 try {
@@ -173,21 +170,5 @@ class ProcessShareAcrossProcessesTest {
                 holder.close();
             }
         } // TempShm: the directory must be empty
-    }
-
-    private static void publish(Refshare rs, SharedHolder holder, long id) {
-        try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
-            Versions.fill(t.data(), id);
-            holder.publish(t);
-        }
-    }
-
-    /** What the janitor does: a killed process leaves its status file behind. */
-    private static void removeFilesOfDeadProcesses(TempShm shm) throws Exception {
-        for (String f : shm.files()) {
-            if (!FileHeader.read(shm.path().resolve(f)).owner().isAlive()) {
-                Files.delete(shm.path().resolve(f));
-            }
-        }
     }
 }

@@ -3,14 +3,12 @@ package io.refshare.holder;
 import io.refshare.Internals;
 import io.refshare.SharedHolder;
 import io.refshare.Refshare;
-import io.refshare.shm.FileHeader;
 import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 
-import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,7 +24,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SharedHolderAcrossProcessesTest {
     private static final int READERS = 4;
     private static final long ITERATIONS = 100_000;
-    private static final long VERSION_BYTES = 16 << 10;
     private static final long MIN_VERSIONS = 2_000;
 
     @Test
@@ -43,7 +40,7 @@ class SharedHolderAcrossProcessesTest {
                 try {
                     long id = 0;
                     while (!stop.get() || published.get() < MIN_VERSIONS) {
-                        try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
+                        try (Tensor t = rs.allocateBytes(Versions.BYTES)) {
                             Versions.fill(t.data(), id++);
                             holder.publish(t);
                         }
@@ -119,13 +116,13 @@ class SharedHolderAcrossProcessesTest {
             try (Refshare rs = Refshare.open(shm.config());
                  SharedHolder holder = rs.createHolder(4, 4);
                  ChildJvm reader = ChildJvm.start(HolderReaderMain.class, shm.path().toString(), holder.name())) {
-                publish(rs, holder, 1);
+                Versions.publish(rs, holder, 1);
                 assertEquals("READY", reader.read());
                 reader.send("HOLD");
                 assertEquals("HELD 1", reader.read());
                 reader.send("HOLD");
                 assertEquals("HELD 1", reader.read());
-                publish(rs, holder, 2);
+                Versions.publish(rs, holder, 2);
                 assertEquals(0, holder.stats().retired(), "the live reader holds version 1");
                 reader.send("HOLD");
                 assertEquals("HELD 2", reader.read());
@@ -133,7 +130,7 @@ class SharedHolderAcrossProcessesTest {
                 reader.kill(); // SIGKILL: its references are never released by it
                 // once more: version 2 is no longer current; a slot is free, so the publish reclaims nothing.
                 // Version 1 can now only be retired by the collector (the publish touches only version 2).
-                publish(rs, holder, 3);
+                Versions.publish(rs, holder, 3);
                 // from here the publisher only watches: no publish, open or explicit reclaim
                 Eventually.await(() -> holder.stats().retired() == 2, "versions 1 and 2 retired for the dead reader");
                 Eventually.await(() -> rs.stats().collected() == 2 && rs.stats().limboBlocks() == 1,
@@ -154,24 +151,7 @@ class SharedHolderAcrossProcessesTest {
                 assertEquals(3, rs.stats().collected(), "each version's block freed once");
                 assertEquals(0, Internals.sharing(rs).liveCounts());
             } finally {
-                removeFilesOfDeadProcesses(shm);
-            }
-        }
-    }
-
-    /** A new version with {@code id}, published; the publisher's own tensor is closed at once. */
-    private static void publish(Refshare rs, SharedHolder holder, long id) {
-        try (Tensor t = rs.allocateBytes(VERSION_BYTES)) {
-            Versions.fill(t.data(), id);
-            holder.publish(t);
-        }
-    }
-
-    /** What the janitor does: a killed process leaves its status file behind. */
-    private static void removeFilesOfDeadProcesses(TempShm shm) throws Exception {
-        for (String f : shm.files()) {
-            if (!FileHeader.read(shm.path().resolve(f)).owner().isAlive()) {
-                Files.delete(shm.path().resolve(f));
+                Versions.removeFilesOfDeadProcesses(shm);
             }
         }
     }
