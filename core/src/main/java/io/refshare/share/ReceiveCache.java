@@ -111,8 +111,16 @@ final class ReceiveCache {
     private long clock;
     private final Map<String, OpenCounters> counters = new HashMap<>();
 
+    /** Idle mappings kept at most ({@link #MAX_IDLE_SEGMENTS}; tests use fewer). */
+    private final int maxIdle;
+
     ReceiveCache(ShmDirectory directory) {
+        this(directory, MAX_IDLE_SEGMENTS);
+    }
+
+    ReceiveCache(ShmDirectory directory, int maxIdle) {
         this.directory = directory;
+        this.maxIdle = maxIdle;
     }
 
     /** The counter file of this name, mapped once, counting one more token held from it. */
@@ -203,7 +211,7 @@ final class ReceiveCache {
     synchronized void unmapSegment(Mapping m) {
         if (--m.users == 0) {
             m.idleSince = ++clock; // no allocation: a segment goes idle and back with every message
-            if (++idle > MAX_IDLE_SEGMENTS) {
+            if (++idle > maxIdle) {
                 unmap(leastRecentlyIdle());
             }
         }

@@ -1,0 +1,52 @@
+package io.refshare.share;
+
+import io.refshare.memory.HostBackend;
+import io.refshare.memory.Segment;
+import io.refshare.testing.TempShm;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+class ReceiveCacheTest {
+    private static final long SEGMENT_BYTES = 2 * HostBackend.HEADER_BYTES;
+
+    @RegisterExtension
+    final TempShm shm = new TempShm();
+
+    @Test
+    void idleMappingsAreBoundedAndTheLeastRecentlyIdleGoesFirst() {
+        HostBackend backend = new HostBackend(shm.directory());
+        List<Segment> senders = new ArrayList<>();
+        ReceiveCache cache = new ReceiveCache(shm.directory(), 3);
+        try {
+            for (int i = 0; i < 5; i++) {
+                senders.add(backend.create(SEGMENT_BYTES));
+            }
+            for (Segment s : senders) {
+                cache.unmapSegment(map(cache, s)); // mapped for one block, then idle
+            }
+            assertEquals(3, cache.mappedSegments(), "the bound: two idle mappings went");
+
+            ReceiveCache.Mapping first = map(cache, senders.get(0)); // unmapped above: mapped again
+            assertEquals(4, cache.mappedSegments(), "one in use and three idle");
+            ReceiveCache.Mapping last = map(cache, senders.get(4)); // still mapped: found, not mapped again
+            assertEquals(4, cache.mappedSegments());
+            cache.unmapSegment(last);
+            cache.unmapSegment(first);
+            assertEquals(3, cache.mappedSegments(), "the least recently idle (the third segment) went");
+            cache.unmapSegment(map(cache, senders.get(4)));
+            assertEquals(3, cache.mappedSegments(), "the most recently idle stayed mapped: found again, not mapped");
+        } finally {
+            cache.close();
+            senders.forEach(backend::free);
+        }
+    }
+
+    private static ReceiveCache.Mapping map(ReceiveCache cache, Segment s) {
+        return cache.mapSegment(s.name(), s.exportOffset() + s.size(), s.exportOffset()); // as a descriptor names it
+    }
+}
