@@ -101,8 +101,10 @@ final class ReceiveCache {
     }
 
     private static final System.Logger LOG = System.getLogger(ReceiveCache.class.getName());
-    private final ShmDirectory directory;
     static final int MAX_IDLE_SEGMENTS = 1024;
+    private final ShmDirectory directory;
+    /** Idle mappings kept at most ({@link #MAX_IDLE_SEGMENTS}; tests use fewer). */
+    private final int maxIdle;
 
     private final Map<String, Mapping> segments = new HashMap<>();
     /** Mapped segments no open block uses. */
@@ -110,9 +112,6 @@ final class ReceiveCache {
     /** Counts the times a segment became idle: orders them for eviction, least recently used first. */
     private long clock;
     private final Map<String, OpenCounters> counters = new HashMap<>();
-
-    /** Idle mappings kept at most ({@link #MAX_IDLE_SEGMENTS}; tests use fewer). */
-    private final int maxIdle;
 
     ReceiveCache(ShmDirectory directory) {
         this(directory, MAX_IDLE_SEGMENTS);

@@ -489,13 +489,18 @@ public final class Sharing implements AutoCloseable {
      * a fault on a truncated one) stops no other.
      */
     void runHousekeeping() {
-        for (Runnable task : housekeeping) {
+        runEach(housekeeping, "a housekeeping task");
+    }
+
+    /** Runs every task of {@code tasks}, each on its own: a failure is logged (unless closed) and stops no other. */
+    private void runEach(Set<Runnable> tasks, String what) {
+        for (Runnable task : tasks) {
             try {
                 task.run();
             } catch (Throwable e) {
                 Failures.rethrowIfFatal(e);
                 if (!closed) {
-                    LOG.log(System.Logger.Level.WARNING, "a housekeeping task failed", e);
+                    LOG.log(System.Logger.Level.WARNING, what + " failed", e);
                 }
             }
         }
@@ -641,14 +646,7 @@ public final class Sharing implements AutoCloseable {
         if (closed) {
             return;
         }
-        for (Runnable task : beforeClose) {
-            try {
-                task.run();
-            } catch (Throwable e) {
-                Failures.rethrowIfFatal(e);
-                LOG.log(System.Logger.Level.WARNING, "a task run before closing failed", e);
-            }
-        }
+        runEach(beforeClose, "a task run before closing");
         closed = true;
         LockSupport.unpark(collector);
         try {

@@ -1,5 +1,7 @@
 package io.refshare.holder;
 
+import org.openjdk.jcstress.infra.results.IIII_Result;
+
 import java.util.concurrent.atomic.AtomicIntegerArray;
 
 /**
@@ -33,5 +35,12 @@ final class ShareFixture {
     void publishAndRetire(int id) {
         f.publish(id);
         shares.retireIfReplaced();
+    }
+
+    /** The outcome after the race, but the reader's: r2 retirements of version 1, r3 give-backs of its share, r4 what the row still holds on it. */
+    void afterwards(IIII_Result r) {
+        r.r2 = f.retired.get(1);
+        r.r3 = givenBack.get(slot1);
+        r.r4 = (int) f.file.held(f.row, slot1);
     }
 }

@@ -41,8 +41,6 @@ public class ShareHandOutVsRetire {
 
     @Arbiter
     public void arbiter(IIII_Result r) {
-        r.r2 = s.f.retired.get(1);
-        r.r3 = s.givenBack.get(s.slot1);
-        r.r4 = (int) s.f.file.held(s.f.row, s.slot1);
+        s.afterwards(r);
     }
 }
