@@ -100,6 +100,12 @@ public final class CachingAllocator implements AutoCloseable {
     private final ReentrantLock lock = new ReentrantLock();
     // ---- guarded by lock ----
     private final List<BuddySegment> smallSegments = new ArrayList<>();
+    /**
+     * The segment a small block last came from or went back to: it usually has a free chunk
+     * of exactly the size a stream of same-sized blocks asks for next, found without walking
+     * the list (dozens of segments when blocks wait for many consumers). Null when none.
+     */
+    private BuddySegment recentSmall;
     private final Set<Segment> largeInUse = Collections.newSetFromMap(new IdentityHashMap<>());
     /** Cached free large segments by size. */
     private final TreeMap<Long, ArrayDeque<Segment>> largeCache = new TreeMap<>();
@@ -205,6 +211,7 @@ public final class CachingAllocator implements AutoCloseable {
             bytesInUse -= block.length();
             if (block.small != null) {
                 block.small.release(block.offset(), block.order);
+                recentSmall = block.small;
             } else {
                 Segment segment = block.segment();
                 if (!largeInUse.remove(segment)) {
@@ -279,6 +286,7 @@ public final class CachingAllocator implements AutoCloseable {
             all.addAll(largeInUse);
             largeCache.values().forEach(all::addAll);
             smallSegments.clear();
+            recentSmall = null;
             largeInUse.clear();
             largeCache.clear();
             largeCached = 0;
@@ -329,14 +337,18 @@ public final class CachingAllocator implements AutoCloseable {
     private AllocatedBlock carveSmallLocked(long bytes, long blockBytes) {
         int order = BuddySegment.orderOf(blockBytes);
         BuddySegment best = null;
-        int bestOrder = Integer.MAX_VALUE;
-        for (BuddySegment s : smallSegments) {
-            int o = s.smallestFreeOrder(order);
-            if (o >= 0 && o < bestOrder) {
-                best = s;
-                bestOrder = o;
-                if (o == order) {
-                    break;
+        if (recentSmall != null && recentSmall.smallestFreeOrder(order) == order) {
+            best = recentSmall; // an exact fit: no segment fits better
+        } else {
+            int bestOrder = Integer.MAX_VALUE;
+            for (BuddySegment s : smallSegments) {
+                int o = s.smallestFreeOrder(order);
+                if (o >= 0 && o < bestOrder) {
+                    best = s;
+                    bestOrder = o;
+                    if (o == order) {
+                        break;
+                    }
                 }
             }
         }
@@ -344,6 +356,7 @@ public final class CachingAllocator implements AutoCloseable {
             return null;
         }
         long offset = best.allocate(order);
+        recentSmall = best;
         return new AllocatedBlock(this, best.segment(), best, order, offset, bytes);
     }
 
@@ -409,6 +422,7 @@ public final class CachingAllocator implements AutoCloseable {
                 if (small) {
                     BuddySegment buddy = new BuddySegment(segment);
                     smallSegments.add(buddy);
+                    recentSmall = buddy;
                     int order = BuddySegment.orderOf(blockBytes);
                     block = new AllocatedBlock(this, segment, buddy, order, buddy.allocate(order), bytes);
                 } else {
@@ -502,6 +516,9 @@ public final class CachingAllocator implements AutoCloseable {
         largeCached = 0;
         smallSegments.removeIf(s -> {
             if (s.isUnused()) {
+                if (s == recentSmall) {
+                    recentSmall = null;
+                }
                 detached.add(s.segment());
                 return true;
             }

@@ -187,6 +187,33 @@ class CachingAllocatorTest {
     }
 
     @Test
+    void aSmallBlockComesFromTheSegmentOneJustWentBackToAndOtherwiseFromTheBestFit() {
+        try (var allocator = new CachingAllocator(backend)) {
+            List<AllocatedBlock> blocks = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                blocks.add(allocator.allocate(MIB)); // two segments of four
+            }
+            Segment first = blocks.get(1).segment();
+            Segment second = blocks.get(6).segment();
+            assertNotSame(first, second);
+            allocator.free(blocks.get(1));
+            allocator.free(blocks.get(6));
+            AllocatedBlock again = allocator.allocate(MIB);
+            assertSame(second, again.segment(), "the segment the last block went back to has an exact fit");
+            AllocatedBlock small = allocator.allocate(512);
+            assertSame(first, small.segment(), "with no fit there, the walk finds the other segment's free chunk");
+            allocator.free(again);
+            allocator.free(small);
+            for (int i = 0; i < 8; i++) {
+                if (i != 1 && i != 6) {
+                    allocator.free(blocks.get(i));
+                }
+            }
+            assertEquals(0, allocator.stats().blocksInUse());
+        }
+    }
+
+    @Test
     void missHandlerRunsBeforeGrowingAndMayFreeReentrantly() {
         List<AllocatedBlock> limbo = new ArrayList<>();
         AtomicReference<CachingAllocator> ref = new AtomicReference<>();
