@@ -21,6 +21,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.zip.DataFormatException;
@@ -35,7 +36,9 @@ import java.util.zip.DataFormatException;
  * others. Every message is a fresh tensor (pooled memory), only its stamp written.
  *
  * <p>Each point moves {@value #MESSAGES} messages, after every JVM compiled its path: each
- * consumer alone takes as many first, and each producer a share of them. With fewer (an
+ * consumer alone takes as many first, then all of them together twice as many (the paths
+ * taken only under contention), and each producer a share of as many. Every point is run
+ * {@value #ROUNDS} times, round after round, and the table gives its median. With fewer (an
  * earlier version moved 40,000 a point and warmed up with as many), the points timed the
  * JIT compilers of nine JVMs on two cores: a consumer that gets an eighth of the messages
  * reaches its steady state eight times later, so the curve fell with the number of
@@ -49,6 +52,11 @@ final class ScalingBench {
     private static final int CAPACITY = 64;
     /** Messages per point, and per process to warm up: a few seconds at one consumer. */
     private static final long MESSAGES = 1_000_000;
+    /**
+     * Rounds of every point; the table gives each point's median round. On a small shared
+     * machine one point of one round swung by a fifth either way between runs.
+     */
+    private static final int ROUNDS = 3;
 
     /** One point of a curve: {@code producers} -> {@code consumers} at {@code size}. */
     record Point(long size, int producers, int consumers, long messages, double tensorsPerSecond, double p50Micros,
@@ -83,15 +91,27 @@ final class ScalingBench {
                 for (PeerProcess peer : peers) {
                     bench.fanOut(size, List.of(peer), MESSAGES);
                 }
+                // then all together, so the paths taken only under contention (claims lost, sleeps,
+                // wake-ups) are compiled before the points time them
+                bench.fanOut(size, peers, 2 * MESSAGES);
                 bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], MESSAGES); // as many from each producer
-                List<Point> fanOut = new ArrayList<>();
-                for (int c : CONSUMERS) {
-                    fanOut.add(bench.fanOut(size, peers.subList(0, c), MESSAGES));
+                List<List<Point>> fanOutRounds = new ArrayList<>();
+                List<List<Point>> fanInRounds = new ArrayList<>();
+                for (int round = 1; round <= ROUNDS; round++) {
+                    log.printf(Locale.ROOT, "  %s, round %d of %d%n", ByteSize.label(size), round, ROUNDS);
+                    List<Point> fanOut = new ArrayList<>();
+                    for (int c : CONSUMERS) {
+                        fanOut.add(bench.fanOut(size, peers.subList(0, c), MESSAGES));
+                    }
+                    fanOutRounds.add(fanOut);
+                    List<Point> fanIn = new ArrayList<>();
+                    for (int p : PRODUCERS) {
+                        fanIn.add(bench.fanIn(size, p, MESSAGES / p));
+                    }
+                    fanInRounds.add(fanIn);
                 }
-                List<Point> fanIn = new ArrayList<>();
-                for (int p : PRODUCERS) {
-                    fanIn.add(bench.fanIn(size, p, MESSAGES / p));
-                }
+                List<Point> fanOut = medians(fanOutRounds);
+                List<Point> fanIn = medians(fanInRounds);
                 table.append(rows("fan-out", fanOut)).append(rows("fan-in", fanIn));
                 if (out != null) {
                     chart(out.resolve("fan-out-" + ByteSize.label(size).replace(" ", "") + ".png"),
@@ -185,6 +205,18 @@ final class ScalingBench {
         return logged(point(size, producers, 1, total, last - first, latency));
     }
 
+    /** Point by point, the round with the median rate (its latencies with it). */
+    private static List<Point> medians(List<List<Point>> rounds) {
+        List<Point> medians = new ArrayList<>();
+        for (int i = 0; i < rounds.getFirst().size(); i++) {
+            int at = i;
+            List<Point> runs = new ArrayList<>(rounds.stream().map(r -> r.get(at)).toList());
+            runs.sort(Comparator.comparingDouble(Point::tensorsPerSecond));
+            medians.add(runs.get(runs.size() / 2));
+        }
+        return medians;
+    }
+
     private static Point point(long size, int producers, int consumers, long count, long nanos, Histogram latency) {
         return new Point(size, producers, consumers, count, (count - 1) * 1e9 / Math.max(1, nanos),
                 latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(99) / 1e3);
@@ -214,10 +246,10 @@ final class ScalingBench {
     private static String header() {
         MachineInfo m = MachineInfo.detect();
         return String.format(Locale.ROOT, "refshare bench --scaling, %s UTC: %s, %d cores, %s; JDK %s; load %s at the "
-                        + "start%nqueue capacity %d, a fresh pooled tensor per message (only its stamp written)%n"
+                        + "start%nqueue capacity %d, a fresh pooled tensor per message (only its stamp written); each point the median of %d rounds%n"
                         + "%-9s %-8s %9s %9s %12s %10s %10s %14s%n", java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)
                         .withNano(0).toLocalDateTime(), m.cpu(), m.cores(), m.memory(), m.jdk(), MachineInfo.loadAverage(),
-                CAPACITY, "size", "curve", "producers", "consumers", "tensors/s", "p50 us", "p99 us", "vs 1 process");
+                CAPACITY, ROUNDS, "size", "curve", "producers", "consumers", "tensors/s", "p50 us", "p99 us", "vs 1 process");
     }
 
     private static String rows(String curve, List<Point> points) {

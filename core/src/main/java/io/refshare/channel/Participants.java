@@ -148,6 +148,17 @@ final class Participants {
         return list;
     }
 
+    /** How many attached participants have taken from the queue (a moment's count). */
+    int consumers() {
+        int n = 0;
+        for (int i = 0; i < capacity(); i++) {
+            if ((role(i) & ROLE_CONSUMER) != 0) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** Offered, taken: the departed totals plus every entry's count (a moment's sum). */
     long[] totals() {
         long offered = (long) LONG.getVolatile(mem, OFFERED_BY_DEPARTED_OFFSET);

@@ -18,6 +18,8 @@ package io.refshare.channel;
  * nothing else runnable returns at once, so a waiter alone on its CPU keeps spinning as before.
  */
 final class Spinning {
+    /** The CPUs this process may use. */
+    static final int CPUS = Runtime.getRuntime().availableProcessors();
     /** How long a backing-off waiter polls the queue before it sleeps on the futex. */
     static final long SPIN_NANOS = 30_000;
     /**
@@ -32,7 +34,7 @@ final class Spinning {
      * Half the CPUs this process may use, at least one: enough spinners to catch every message
      * without a wake-up, leaving the rest of the CPUs to the peers that publish them.
      */
-    static final int SPINNERS = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+    static final int SPINNERS = Math.max(1, CPUS / 2);
     /** Spins between clock reads, and (after {@link #SPIN_ONLY_NANOS}) between yields. */
     private static final int SPINS_PER_CHECK = 16;
 

@@ -138,6 +138,39 @@ class ShmQueueTest {
     }
 
     @Test
+    void aProducerFacingAFullQueueSpinsOnlyWhileFewerConsumersThanCpusUseIt() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 1, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            assertTrue(q.spinForRoom(), "no consumer yet");
+            List<ShmQueue> consumers = new ArrayList<>();
+            try {
+                for (int i = 0; i < Spinning.CPUS; i++) {
+                    ShmQueue c = ShmQueue.open(dir, q.name());
+                    consumers.add(c);
+                    assertNull(c.poll()); // its first poll records it as a consumer
+                }
+                Participants table = new Participants(view.segment(), Geometry.read(view.segment(),
+                        view.segment().byteSize(), q.name()));
+                assertEquals(Spinning.CPUS, table.consumers());
+                Thread.sleep(2 * ShmQueue.SWEEP_INTERVAL_MILLIS); // the count is taken at most that often
+                assertFalse(q.spinForRoom(), "as many consumers as CPUs: the producer sleeps at once");
+
+                assertTrue(q.offer(new byte[] {1}));
+                Future<Boolean> offered = threads.submit(() -> q.offer(new byte[] {2}, 30, SECONDS));
+                view.awaitSleepingProducer();
+                assertArrayEquals(new byte[] {1}, consumers.getFirst().poll());
+                assertTrue(offered.get(), "and is woken for the room");
+                assertArrayEquals(new byte[] {2}, consumers.getLast().poll());
+            } finally {
+                consumers.forEach(ShmQueue::close);
+            }
+            assertEquals(0, new Participants(view.segment(), Geometry.read(view.segment(), view.segment().byteSize(),
+                    q.name())).consumers(), "a consumer that left is no longer counted");
+            Thread.sleep(2 * ShmQueue.SWEEP_INTERVAL_MILLIS);
+            assertTrue(q.spinForRoom());
+        }
+    }
+
+    @Test
     void aSignallerSkipsItsWakeUpWhileOneIsPendingAndTheSleeperClearsTheFlag() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 1, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
             assertTrue(q.offer(new byte[] {1}));
