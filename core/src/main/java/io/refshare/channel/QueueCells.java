@@ -205,6 +205,12 @@ final class QueueCells {
                 reading(position, RETURNED));
     }
 
+    /** True when at most half the cells hold positions claimed and not yet taken (a hint, from the two hints). */
+    boolean atMostHalfFull() {
+        long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
+        return t - (long) LONG.getVolatile(mem, HEAD_OFFSET) <= capacity / 2;
+    }
+
     /** True when the tail cell is free for the tail position (a hint: it may change at once). */
     boolean hasRoom() {
         long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);

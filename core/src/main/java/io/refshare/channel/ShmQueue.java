@@ -99,6 +99,7 @@ public final class ShmQueue implements AutoCloseable {
     private final ProcessIdentity owner;
     private final long packedOwner;
     private final Participants participants;
+    private final CrowdedConsumers crowded;
     private final Liveness liveness;
     private final QueueSignal notEmpty;
     private final QueueSignal notFull;
@@ -112,9 +113,6 @@ public final class ShmQueue implements AutoCloseable {
     private final HandleUses uses = new HandleUses(() -> { });
     private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
     private final AtomicLong nextProducersCheck = new AtomicLong(System.nanoTime());
-    /** When {@link #spinForRoom} counts the consumers next, and what it found last time. */
-    private final AtomicLong nextConsumersCount = new AtomicLong(System.nanoTime());
-    private volatile boolean fewerConsumersThanCpus = true;
     /** Whether this handle's waiters spin without pause (the user gave them a CPU) instead of backing off. */
     private volatile boolean busySpin;
     /** What waiters spin on; made once, not per wait (a capturing lambda is an object). */
@@ -133,6 +131,7 @@ public final class ShmQueue implements AutoCloseable {
         this.packedOwner = owner.packed();
         this.me = ProcessIdentity.current().packed();
         this.participants = new Participants(mem, geometry);
+        this.crowded = new CrowdedConsumers(participants);
         this.notEmpty = QueueSignal.notEmpty(mem);
         this.notFull = QueueSignal.notFull(mem);
         this.liveness = new Liveness(dir);
@@ -646,7 +645,9 @@ public final class ShmQueue implements AutoCloseable {
         try {
             result = deliverQuietly(position, whileClaimed);
         } finally {
-            notFull.signal(); // the cell is free again, or given back
+            if (!crowded.crowdedAfterTake() || cells.atMostHalfFull()) {
+                notFull.signal(); // the cell is free again, or given back (see CrowdedConsumers)
+            }
         }
         participants.countTaken(self);
         if (notEmpty.anyoneAsleep() && cells.hasMessage()) {
@@ -685,7 +686,7 @@ public final class ShmQueue implements AutoCloseable {
     private boolean awaitRoom(Outgoing message, long start, long deadline) throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        if (nanos > 0 && (busy || spinForRoom())
+        if (nanos > 0 && (busy || !crowded.crowded(start)) // see CrowdedConsumers
                 && spin(notFull, start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
                 roomOrEnd, busy)
                 && tryOffer(message, deadline)) {
@@ -776,26 +777,6 @@ public final class ShmQueue implements AutoCloseable {
                 throw new InterruptedException();
             }
         }
-    }
-
-    /**
-     * Whether a backing-off producer that finds the queue full spins before it sleeps: only
-     * while fewer consumers use the queue than this machine has CPUs (counted at most every
-     * {@value #SWEEP_INTERVAL_MILLIS} ms). A full queue is a queue of work for its consumers,
-     * so the producer gains nothing by catching the first free cell within a microsecond;
-     * what a spin costs depends on whether its CPU is free. With one consumer on two CPUs it
-     * is: the spin catches the room and spares the consumer a wake-up. With as many consumers
-     * as CPUs or more, the consumers are what limits the rate, and a spinning producer takes
-     * the CPU one of them needs (eight 1 KiB consumers on two CPUs: 487k and 475k tensors/s
-     * with the spin, 711k and 652k without, alternated runs of {@code refshare bench --scaling}).
-     */
-    boolean spinForRoom() {
-        long now = System.nanoTime();
-        long due = nextConsumersCount.get();
-        if (now - due >= 0 && nextConsumersCount.compareAndSet(due, now + SWEEP_INTERVAL_NANOS)) {
-            fewerConsumersThanCpus = participants.consumers() < Spinning.CPUS;
-        }
-        return fewerConsumersThanCpus;
     }
 
     /**
