@@ -151,15 +151,7 @@ class ShmQueueTest {
                     assertNull(consumers.getLast().poll()); // its first poll records it as a consumer
                 }
                 ShmQueue consumer = consumers.getFirst();
-                for (int i = 0; i < CrowdedConsumers.TAKES_PER_COUNT; i++) { // until it counts the others
-                    assertTrue(q.offer(new byte[] {0}));
-                    assertNotNull(consumer.poll());
-                }
-                for (byte b = 1; b <= 4; b++) {
-                    assertTrue(q.offer(new byte[] {b}));
-                }
-                Future<Boolean> offered = threads.submit(() -> q.offer(new byte[] {5}, 30, SECONDS));
-                view.awaitSleepingProducer();
+                Future<Boolean> offered = producerAsleepOnAFullQueue(q, consumer, view);
                 int wakeUps = view.producerWakeUps();
                 assertArrayEquals(new byte[] {1}, consumer.poll());
                 assertEquals(wakeUps, view.producerWakeUps(), "three of four cells taken: no wake-up yet");
@@ -180,20 +172,31 @@ class ShmQueueTest {
         try (ShmQueue q = ShmQueue.create(dir, 4, 32); ShmQueue consumer = ShmQueue.open(dir, q.name());
                 QueueFileView view = new QueueFileView(dir, q.name())) {
             assumeTrue(Spinning.CPUS > 1, "one CPU: a single consumer already crowds it");
-            for (int i = 0; i < CrowdedConsumers.TAKES_PER_COUNT; i++) {
-                assertTrue(q.offer(new byte[] {0}));
-                assertNotNull(consumer.poll());
-            }
-            for (byte b = 1; b <= 4; b++) {
-                assertTrue(q.offer(new byte[] {b}));
-            }
-            Future<Boolean> offered = threads.submit(() -> q.offer(new byte[] {5}, 30, SECONDS));
-            view.awaitSleepingProducer();
+            Future<Boolean> offered = producerAsleepOnAFullQueue(q, consumer, view);
             int wakeUps = view.producerWakeUps();
             assertArrayEquals(new byte[] {1}, consumer.poll());
             assertTrue(offered.get());
             assertNotEquals(wakeUps, view.producerWakeUps(), "woken by the first freed cell");
         }
+    }
+
+    /**
+     * Passes {@link CrowdedConsumers#TAKES_PER_COUNT} messages through {@code consumer} (so it
+     * has counted the consumers), fills {@code q} (capacity 4) with 1 to 4, and starts an offer of
+     * 5 that sleeps for room.
+     */
+    private Future<Boolean> producerAsleepOnAFullQueue(ShmQueue q, ShmQueue consumer, QueueFileView view)
+            throws InterruptedException {
+        for (int i = 0; i < CrowdedConsumers.TAKES_PER_COUNT; i++) {
+            assertTrue(q.offer(new byte[] {0}));
+            assertNotNull(consumer.poll());
+        }
+        for (byte b = 1; b <= 4; b++) {
+            assertTrue(q.offer(new byte[] {b}));
+        }
+        Future<Boolean> offered = threads.submit(() -> q.offer(new byte[] {5}, 30, SECONDS));
+        view.awaitSleepingProducer();
+        return offered;
     }
 
     @Test
