@@ -30,7 +30,9 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * <p>Waiting is cheap: a blocked {@code offer} or {@code poll} spins for a couple of
  * microseconds, then spins yielding its CPU now and then for tens of microseconds, then
  * sleeps on a futex in the file, woken by the process that makes room or publishes a
- * message (no system call when nobody sleeps).
+ * message (no system call when nobody sleeps). With at least as many consumers as CPUs a
+ * blocked {@code offer} sleeps at once and is woken when half the cells are free
+ * ({@link CrowdedConsumers}).
  *
  * <p>Crashes: a process killed in the middle of an offer or a poll leaves a cell claimed
  * in its name. Waiters check the claimants of what blocks them (at most every
