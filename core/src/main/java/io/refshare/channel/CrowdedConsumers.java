@@ -1,7 +1,5 @@
 package io.refshare.channel;
 
-import java.util.concurrent.atomic.AtomicLong;
-
 /**
  * Whether a queue has at least as many consumers as this machine has CPUs: then the
  * consumers, not the producers, limit its rate, and the queue's room wake-ups change (a local
@@ -30,7 +28,7 @@ final class CrowdedConsumers {
     static final int TAKES_PER_COUNT = 1024;
 
     private final Participants participants;
-    private final AtomicLong nextCount = new AtomicLong(System.nanoTime());
+    private final OncePerInterval counts = new OncePerInterval(COUNT_INTERVAL_NANOS);
     private volatile boolean crowded;
     /** Takes since the last count; updated racily (a lost increment only delays a count). */
     private int takes;
@@ -42,8 +40,7 @@ final class CrowdedConsumers {
 
     /** The answer for a waiter: counted afresh when {@code now} is past the interval. */
     boolean crowded(long now) {
-        long due = nextCount.get();
-        if (now - due >= 0 && nextCount.compareAndSet(due, now + COUNT_INTERVAL_NANOS)) {
+        if (counts.open(now)) {
             count();
         }
         return crowded;

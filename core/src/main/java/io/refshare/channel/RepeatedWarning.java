@@ -12,21 +12,17 @@ public final class RepeatedWarning {
     public static final long INTERVAL_NANOS = 10_000_000_000L;
 
     private final System.Logger log;
-    private final long intervalNanos;
-    private final AtomicLong nextAt;
+    private final OncePerInterval logged;
     private final AtomicLong leftOut = new AtomicLong();
 
     public RepeatedWarning(System.Logger log, long intervalNanos) {
         this.log = log;
-        this.intervalNanos = intervalNanos;
-        this.nextAt = new AtomicLong(System.nanoTime());
+        this.logged = new OncePerInterval(intervalNanos);
     }
 
     /** Logs {@code message} now, or counts it if one was logged less than an interval ago. True when logged. */
     public boolean warn(String message) {
-        long now = System.nanoTime();
-        long due = nextAt.get();
-        if (now - due < 0 || !nextAt.compareAndSet(due, now + intervalNanos)) {
+        if (!logged.open(System.nanoTime())) {
             leftOut.incrementAndGet();
             return false;
         }

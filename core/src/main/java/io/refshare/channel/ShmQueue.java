@@ -15,7 +15,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 import static io.refshare.channel.ShmQueueLayout.*;
@@ -113,8 +112,8 @@ public final class ShmQueue implements AutoCloseable {
 
     /** This handle's lifetime: calls in progress, and the close that waits for them. */
     private final HandleUses uses = new HandleUses(() -> { });
-    private final AtomicLong nextSweep = new AtomicLong(System.nanoTime());
-    private final AtomicLong nextProducersCheck = new AtomicLong(System.nanoTime());
+    private final OncePerInterval sweeps = new OncePerInterval(SWEEP_INTERVAL_NANOS);
+    private final OncePerInterval producersChecks = new OncePerInterval(PRODUCERS_CHECK_NANOS);
     /** Whether this handle's waiters spin without pause (the user gave them a CPU) instead of backing off. */
     private volatile boolean busySpin;
     /** What waiters spin on; made once, not per wait (a capturing lambda is an object). */
@@ -882,20 +881,19 @@ public final class ShmQueue implements AutoCloseable {
 
     private Recovery.Adopted maybeSweep(Recovery.Role role) {
         long now = System.nanoTime();
-        long due = nextSweep.get();
-        if (now - due < 0 || !nextSweep.compareAndSet(due, now + SWEEP_INTERVAL_NANOS)) {
+        if (!sweeps.open(now)) {
             return null;
         }
         Recovery.Adopted adopted = recovery.sweep(role, self, false);
         if (adopted != null) {
-            nextSweep.set(now); // a dead consumer may have held more than one cell
+            sweeps.nextAt(now); // a dead consumer may have held more than one cell
         }
         return adopted;
     }
 
     /** A sweep now, with liveness read afresh: for answers that must be final ("drained"). */
     private Recovery.Adopted sweepNow(Recovery.Role role) {
-        nextSweep.set(System.nanoTime() + SWEEP_INTERVAL_NANOS);
+        sweeps.nextAt(System.nanoTime() + SWEEP_INTERVAL_NANOS);
         return recovery.sweep(role, self, true);
     }
 
@@ -919,10 +917,7 @@ public final class ShmQueue implements AutoCloseable {
      * dead. True when this call ended it.
      */
     private boolean maybeCheckProducers() {
-        long now = System.nanoTime();
-        long due = nextProducersCheck.get();
-        if (now - due < 0 || !nextProducersCheck.compareAndSet(due, now + PRODUCERS_CHECK_NANOS)
-                || cells.closedState() != OPEN || !everyProducerDead()) {
+        if (!producersChecks.open(System.nanoTime()) || cells.closedState() != OPEN || !everyProducerDead()) {
             return false;
         }
         return endStream(ENDED_BY_PRODUCERS_DEATH);
