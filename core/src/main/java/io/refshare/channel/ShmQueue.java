@@ -646,8 +646,11 @@ public final class ShmQueue implements AutoCloseable {
         try {
             result = deliverQuietly(position, whileClaimed);
         } finally {
-            if (!crowded.crowdedAfterTake() || cells.atMostHalfFull()) {
-                notFull.signal(); // the cell is free again, or given back (see CrowdedConsumers)
+            // the cell is free again, or given back; a crowded queue's producer is woken only once
+            // half the cells are free (CrowdedConsumers), and the head and tail lines are read for
+            // that only while a producer sleeps
+            if (!crowded.crowdedAfterTake() || (notFull.anyoneAsleep() && cells.atMostHalfFull())) {
+                notFull.signal();
             }
         }
         participants.countTaken(self);
