@@ -497,4 +497,31 @@ class DescriptorCodecTest {
                     cnt, 77, layout, SENDER.pid(), SENDER.startTicks(), cell, cell.byteSize() - written + 1));
         }
     }
+
+    /**
+     * A queue cell is written again a lap later over the message it held: encodeHost writes only
+     * the bytes that differ, and what the cell holds afterwards is byte for byte the new encoding,
+     * whatever was there (another block, a longer encoding, the same block with another slot).
+     */
+    @Test
+    void encodeHostOverAnEarlierMessageLeavesExactlyTheNewEncoding() {
+        byte[] seg = SEG.getBytes(StandardCharsets.US_ASCII);
+        byte[] cnt = CNT.getBytes(StandardCharsets.US_ASCII);
+        byte[] otherSeg = (SEG.substring(0, SEG.length() - 3) + "zzz").getBytes(StandardCharsets.US_ASCII);
+        MemorySegment cell = MemorySegment.ofArray(new byte[512]);
+        DescriptorCodec.encodeHost(otherSeg, 1 << 21, 64, 8192, cnt, 5, TensorLayout.contiguous(DType.BFLOAT16, 2, 3, 4),
+                SENDER.pid(), SENDER.startTicks(), cell, 16);
+        int[] slots = {77, 78, 78, 0, Integer.MAX_VALUE};
+        for (int slot : slots) {
+            for (TensorLayout layout : Arrays.asList(null, TensorLayout.contiguous(DType.FLOAT32, 4, 8))) {
+                byte[] expected = DescriptorCodec.encode(Descriptor.host(SEG, 1 << 20, 8192, 4096, CNT, slot, layout,
+                        SENDER));
+                int written = DescriptorCodec.encodeHost(seg, 1 << 20, 8192, 4096, cnt, slot, layout, SENDER.pid(),
+                        SENDER.startTicks(), cell, 16);
+                assertArrayEquals(expected, cell.asSlice(16, written).toArray(ValueLayout.JAVA_BYTE),
+                        "slot " + slot + ", layout " + layout);
+                assertEquals(DescriptorCodec.decode(expected), DescriptorCodec.decode(cell, 16, written));
+            }
+        }
+    }
 }
