@@ -37,12 +37,16 @@ import java.util.zip.DataFormatException;
  *
  * <p>Each point moves {@value #MESSAGES} messages, after every JVM compiled its path: each
  * consumer alone takes as many first, then all of them together twice as many (the paths
- * taken only under contention), and each producer a share of as many. Every point is run
- * {@value #ROUNDS} times, round after round, and the table gives its median. With fewer (an
- * earlier version moved 40,000 a point and warmed up with as many), the points timed the
- * JIT compilers of nine JVMs on two cores: a consumer that gets an eighth of the messages
- * reaches its steady state eight times later, so the curve fell with the number of
- * consumers for that reason alone.
+ * taken only under contention), each producer a share of as many, and then a whole round of
+ * every point goes unmeasured. Every point is then run {@value #ROUNDS} times, round after
+ * round, and the table gives its median. With fewer (an earlier version moved 40,000 a point
+ * and warmed up with as many), the points timed the JIT compilers of nine JVMs on two cores:
+ * a consumer that gets an eighth of the messages reaches its steady state eight times later,
+ * so the curve fell with the number of consumers for that reason alone. Without the
+ * unmeasured round, the compilers were still busy in the first two measured rounds (their
+ * threads' share of a whole-machine {@code perf} profile taken during a point: 4 and 24% in
+ * the 8-consumer points of rounds 1 and 2, 11% in their 1-consumer points, 1% in round 3),
+ * recompiling what the alternation of fan-out and fan-in had made them give up.
  */
 final class ScalingBench {
     /** Where a message carries its stamp. */
@@ -54,9 +58,10 @@ final class ScalingBench {
     private static final long MESSAGES = 1_000_000;
     /**
      * Rounds of every point; the table gives each point's median round. On a small shared
-     * machine one point of one round swung by a fifth either way between runs.
+     * machine one point of one round swung by a fifth either way between runs, and a round
+     * the compilers disturb is an outlier the median leaves out.
      */
-    private static final int ROUNDS = 3;
+    private static final int ROUNDS = 5;
 
     /** One point of a curve: {@code producers} -> {@code consumers} at {@code size}. */
     record Point(long size, int producers, int consumers, long messages, double tensorsPerSecond, double p50Micros,
@@ -95,20 +100,13 @@ final class ScalingBench {
                 // wake-ups) are compiled before the points time them
                 bench.fanOut(size, peers, 2 * MESSAGES);
                 bench.fanIn(size, PRODUCERS[PRODUCERS.length - 1], MESSAGES); // as many from each producer
+                log.printf(Locale.ROOT, "  %s, a round unmeasured%n", ByteSize.label(size));
+                bench.round(size, new ArrayList<>(), new ArrayList<>());
                 List<List<Point>> fanOutRounds = new ArrayList<>();
                 List<List<Point>> fanInRounds = new ArrayList<>();
                 for (int round = 1; round <= ROUNDS; round++) {
                     log.printf(Locale.ROOT, "  %s, round %d of %d%n", ByteSize.label(size), round, ROUNDS);
-                    List<Point> fanOut = new ArrayList<>();
-                    for (int c : CONSUMERS) {
-                        fanOut.add(bench.fanOut(size, peers.subList(0, c), MESSAGES));
-                    }
-                    fanOutRounds.add(fanOut);
-                    List<Point> fanIn = new ArrayList<>();
-                    for (int p : PRODUCERS) {
-                        fanIn.add(bench.fanIn(size, p, MESSAGES / p));
-                    }
-                    fanInRounds.add(fanIn);
+                    bench.round(size, fanOutRounds, fanInRounds);
                 }
                 List<Point> fanOut = medians(fanOutRounds);
                 List<Point> fanIn = medians(fanInRounds);
@@ -130,6 +128,20 @@ final class ScalingBench {
                 p.close();
             }
         }
+    }
+
+    /** Every point of both curves once, each curve's points added to its list of rounds. */
+    private void round(long size, List<List<Point>> fanOutRounds, List<List<Point>> fanInRounds) throws Exception {
+        List<Point> fanOut = new ArrayList<>();
+        for (int c : CONSUMERS) {
+            fanOut.add(fanOut(size, peers.subList(0, c), MESSAGES));
+        }
+        fanOutRounds.add(fanOut);
+        List<Point> fanIn = new ArrayList<>();
+        for (int p : PRODUCERS) {
+            fanIn.add(fanIn(size, p, MESSAGES / p));
+        }
+        fanInRounds.add(fanIn);
     }
 
     /** This JVM puts {@code messages} to {@code consumers} peers draining one queue. */
