@@ -42,11 +42,13 @@ import java.util.zip.DataFormatException;
  * round, and the table gives its median. With fewer (an earlier version moved 40,000 a point
  * and warmed up with as many), the points timed the JIT compilers of nine JVMs on two cores:
  * a consumer that gets an eighth of the messages reaches its steady state eight times later,
- * so the curve fell with the number of consumers for that reason alone. Without the
- * unmeasured round, the compilers were still busy in the first two measured rounds (their
- * threads' share of a whole-machine {@code perf} profile taken during a point: 4 and 24% in
- * the 8-consumer points of rounds 1 and 2, 11% in their 1-consumer points, 1% in round 3),
- * recompiling what the alternation of fan-out and fan-in had made them give up.
+ * so the curve fell with the number of consumers for that reason alone. The compilers are
+ * not done even then: the C2 threads' share of a whole-machine {@code perf} profile taken
+ * during each 8-consumer point was 15, 9, 27, 5 and 3% in five rounds after the unmeasured
+ * one, and the point's rate followed it (0.67, 0.58, 0.50, 0.78 and 0.79 M tensors/s). Most
+ * of it is two periodic chores reaching C2 about a minute into each JVM's life (the queue's
+ * recovery sweep and the counter files' dead-peer check, 200 to 300 ms of compilation each in
+ * every consumer); the median of five rounds leaves such rounds out.
  */
 final class ScalingBench {
     /** Where a message carries its stamp. */
