@@ -262,7 +262,7 @@ int rs_queue_offer(const rs_queue *q, const void *payload, int64_t n) {
 
 /*
  * A counter file's token move by one CAS, then the release count and the collector's wake-up
- * (section 8.5): 1 when the slot held `expected` and now holds `desired`.
+ * (section 8.6): 1 when the slot held `expected` and now holds `desired`.
  */
 int rs_counter_release(uintptr_t file, int64_t slot_offset, int64_t expected, int64_t desired, int64_t releases,
                        int64_t collector_waiting) {
@@ -270,7 +270,10 @@ int rs_counter_release(uintptr_t file, int64_t slot_offset, int64_t expected, in
         return 0;
     }
     __atomic_fetch_add((int64_t *) (file + releases), 1, SC);
-    if (__atomic_load_n((int64_t *) (file + collector_waiting), SC) != 0) {
+    /* whoever clears the collector's waiting flag wakes it; the other releasers skip the call */
+    int64_t waiting = __atomic_load_n((int64_t *) (file + collector_waiting), SC);
+    if (waiting != 0
+        && __atomic_compare_exchange_n((int64_t *) (file + collector_waiting), &waiting, 0, 0, SC, SC)) {
         syscall(SYS_futex, (int32_t *) (file + releases), FUTEX_WAKE, 0x7FFFFFFF, NULL, NULL, 0);
     }
     return 1;

@@ -132,8 +132,10 @@ class CounterFile:
     def _released(self):
         self.file.fetch_add64(RELEASES, 1)
         # the fetch-add is a full fence: either the collector sees the new count before it
-        # sleeps, or we see its waiting flag here and wake it
-        if self.file.load64(COLLECTOR_WAITING) != 0:
+        # sleeps, or we see its waiting flag here; whoever clears the flag wakes it, the other
+        # releasers skip their system call (section 8.6)
+        waiting = self.file.load64(COLLECTOR_WAITING)
+        if waiting != 0 and self.file.cas64(COLLECTOR_WAITING, waiting, 0):
             native.futex_wake(self.file.addr + RELEASES, 0x7FFFFFFF)
 
     def claim(self, slot, tag):

@@ -32,8 +32,9 @@ package io.refshare.counter;
  *     "something changed" signal for the owner's collection, and a statistic. Its low 32
  *     bits are also the futex word the owner's collector sleeps on.</li>
  * <li><b>collector waiting</b>: non-zero while the owner's collector sleeps on the releases
- *     word; a releasing process then wakes it, so memory comes back within microseconds of
- *     the last release, while no release pays a system call when nobody sleeps.</li>
+ *     word; the releasing process that clears it (compare-and-set to 0) wakes it, so memory
+ *     comes back within microseconds of the last release, while no release pays a system
+ *     call when nobody sleeps and one sleep costs one wake-up however many release.</li>
  * <li><b>peer table</b>: the processes that hold (or held) tokens of this file. An entry is
  *     (pid word, start ticks word) and is <i>free</i> (pid 0), <i>registering</i> (pid set,
  *     start 0) or <i>registered</i>. A registrant first holds its life lock in the directory

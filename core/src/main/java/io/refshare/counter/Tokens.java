@@ -25,6 +25,15 @@ import static io.refshare.counter.CounterFileLayout.*;
  * count after the CAS; the count's fetch-add is a full fence, so either the collector sees
  * the new count before it sleeps or the releaser sees its waiting flag and wakes it.
  * <p>
+ * <b>One wake-up per sleep.</b> A releaser that sees the flag set claims the wake-up by
+ * compare-and-set of the flag to 0 and wakes the collector only when that took: the others
+ * skip their system call (eight consumers releasing into one file while its collector slept
+ * made a third of all futex calls). Nothing is lost: the flag is set anew before every sleep,
+ * ahead of the collector's look at the count, so every sleep that a release must end has
+ * its flag seen by that release, and whoever wins the flag wakes it. A releaser that dies
+ * between the claim and the wake delays the collector by one sleep slice at most; a releaser
+ * that wakes without claiming (protocol.md 8.6 allows it) costs a system call, nothing else.
+ * <p>
  * Each CAS is preceded by a volatile read of the word and skipped when it cannot succeed.
  * The read matters beyond speed: when another process truncated the file, reading the lost
  * page raises an {@link InternalError} the caller can handle, while a SIGBUS in the JVM's
@@ -99,9 +108,8 @@ final class Tokens {
      * {@link #releases()}), at most {@code timeoutNanos}. Returns at once if one already was.
      */
     void awaitRelease(long seen, long timeoutNanos) {
-        LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 1L);
         try {
-            if (releases() == seen) {
+            if (announceSleep(seen)) {
                 Libc.futexWait(mem.asSlice(RELEASES_OFFSET, 4), (int) seen, timeoutNanos);
             }
         } finally {
@@ -109,13 +117,31 @@ final class Tokens {
         }
     }
 
-    /** Counts a release and wakes the owner's collector if it sleeps on this file. */
+    /**
+     * The collector's half of the hand-shake: sets the waiting flag, then answers whether the
+     * count is still {@code seen} (then it may sleep; the caller clears the flag after).
+     */
+    boolean announceSleep(long seen) {
+        LONG.setVolatile(mem, COLLECTOR_WAITING_OFFSET, 1L);
+        return releases() == seen;
+    }
+
+    /** Counts a release and wakes the owner's collector if it sleeps on this file and no one else does. */
     private void released() {
-        LONG.getVolatile(mem, RELEASES_OFFSET); // guarded read first: see the notes
-        LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
-        if ((long) LONG.getVolatile(mem, COLLECTOR_WAITING_OFFSET) != 0) {
+        if (countRelease()) {
             Libc.futexWake(mem.asSlice(RELEASES_OFFSET, 4), Integer.MAX_VALUE);
         }
+    }
+
+    /**
+     * The releaser's half: counts a release, then claims the collector's wake-up if it is
+     * flagged waiting; true when the caller claimed it and must wake it (see the notes).
+     */
+    boolean countRelease() {
+        LONG.getVolatile(mem, RELEASES_OFFSET); // guarded read first: see the notes
+        LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
+        long waiting = (long) LONG.getVolatile(mem, COLLECTOR_WAITING_OFFSET);
+        return waiting != 0 && LONG.compareAndSet(mem, COLLECTOR_WAITING_OFFSET, waiting, 0L);
     }
 
     /** CAS of the slot at {@code off} from low half {@code from} to {@code to}, keeping its tag. */
