@@ -45,10 +45,10 @@ import java.util.zip.DataFormatException;
  * so the curve fell with the number of consumers for that reason alone. The compilers are
  * not done even then: the C2 threads' share of a whole-machine {@code perf} profile taken
  * during each 8-consumer point was 15, 9, 27, 5 and 3% in five rounds after the unmeasured
- * one, and the point's rate followed it (0.67, 0.58, 0.50, 0.78 and 0.79 M tensors/s). Most
- * of it is two periodic chores reaching C2 about a minute into each JVM's life (the queue's
- * recovery sweep and the counter files' dead-peer check, 200 to 300 ms of compilation each in
- * every consumer); the median of five rounds leaves such rounds out.
+ * one, and the point's rate followed it (0.67, 0.58, 0.50, 0.78 and 0.79 M tensors/s). The
+ * longest compilations are of two periodic chores that reach C2 about a minute into each
+ * JVM's life (the queue's recovery sweep and the counter files' dead-peer check, 200 to 300 ms
+ * each from start to end in every consumer); the median of five rounds leaves such rounds out.
  */
 final class ScalingBench {
     /** Where a message carries its stamp. */
