@@ -11,9 +11,7 @@ import java.util.concurrent.locks.LockSupport;
  * allocator pressure.
  * <ul>
  * <li>While the limbo is not empty it sleeps on the current counter file's release word;
- * a consumer's release wakes it, and it collects the limbo at once, then rests
- * ({@value #REST_MICROS} µs, or {@value #STREAM_REST_MICROS} µs while a stream keeps it freeing
- * blocks by the dozen). A block entering an
+ * a consumer's release wakes it, and it collects the limbo at once. A block entering an
  * empty limbo unparks it. Releases into an older counter file wake nobody: those blocks wait
  * for the sleep to end ({@value #SLEEP_MILLIS} ms at most). Polling faster while an old file
  * has tokens out was considered and left out: a consumer may hold such a token for hours.</li>
@@ -38,17 +36,6 @@ final class Collector implements Runnable {
     static final long SLEEP_MILLIS = 10;
     /** Rest between wake-ups, so a stream of releases costs a few wake-ups a millisecond, not one each. */
     static final long REST_MICROS = 250;
-    /**
-     * Rest after a collection that freed at least {@value #STREAM_BLOCKS} blocks: a stream is
-     * running, and its producer's allocator collects on its own when it finds no free block
-     * (the miss handler), so coming back sooner only adds wake-ups. Each wake-up is a context
-     * switch or two taken from the processes doing the work when they outnumber the CPUs:
-     * one producer streaming fresh 1 KiB tensors to eight consumers on two CPUs moved 768k
-     * tensors/s on average with the 250 µs rest and 860k with 2 ms (three alternated runs
-     * each), 623k and 832k at 1 MiB; one consumer's rate did not change beyond the noise.
-     */
-    static final long STREAM_REST_MICROS = 2_000;
-    static final int STREAM_BLOCKS = 64;
     static final long HOUSEKEEPING_MILLIS = 100;
     private static final System.Logger LOG = System.getLogger(Collector.class.getName());
 
@@ -101,41 +88,35 @@ final class Collector implements Runnable {
         }
         CounterFilePool files = sharing.counterFiles();
         CounterFile current = files.pinCurrent();
-        int freed = 0;
         try {
             if (current == null) {
                 LockSupport.parkNanos(SLEEP_MILLIS * 1_000_000);
             } else {
-                freed = sleepOnReleases(files, current);
+                sleepOnReleases(files, current);
             }
         } finally {
             files.unpin();
         }
-        freed += sharing.collect();
-        LockSupport.parkNanos((freed >= STREAM_BLOCKS ? STREAM_REST_MICROS : REST_MICROS) * 1_000);
+        sharing.collect();
+        LockSupport.parkNanos(REST_MICROS * 1_000);
     }
 
-    /**
-     * Collects, and sleeps on {@code current}'s release word while blocks still wait; returns
-     * how many blocks that collection freed.
-     */
-    private int sleepOnReleases(CounterFilePool files, CounterFile current) {
+    /** Collects, and sleeps on {@code current}'s release word while blocks still wait. */
+    private void sleepOnReleases(CounterFilePool files, CounterFile current) {
         long seen;
         try {
             seen = current.releases();
         } catch (RuntimeException | InternalError e) {
             files.damaged(current, e); // its release word cannot be read: quarantined, never slept on again
-            return 0;
+            return;
         }
-        int freed = sharing.collect();
-        if (freed == 0 || sharing.limbo().size() > 0) {
+        if (sharing.collect() == 0 || sharing.limbo().size() > 0) {
             try {
                 current.awaitRelease(seen, SLEEP_MILLIS * 1_000_000);
             } catch (RuntimeException | InternalError e) {
                 files.damaged(current, e);
             }
         }
-        return freed;
     }
 
     private void reclaimDeadHolders() {
