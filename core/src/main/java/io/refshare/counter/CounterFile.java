@@ -24,6 +24,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Function;
 import java.util.function.ObjIntConsumer;
 import java.util.stream.Stream;
 
@@ -370,6 +371,15 @@ public final class CounterFile implements AutoCloseable {
      * Returns the tokens released.
      */
     public int reclaimDeadPeers(ObjIntConsumer<ProcessIdentity> onReclaim) {
+        return reclaimDeadPeers(directory::verdict, onReclaim);
+    }
+
+    /**
+     * {@link #reclaimDeadPeers(ObjIntConsumer)} with the verdicts taken from {@code verdicts}
+     * instead of the life files: for an owner that judged the peers of many files beforehand,
+     * each process once (a verdict opens and locks a life file).
+     */
+    public int reclaimDeadPeers(Function<ProcessIdentity, Verdict> verdicts, ObjIntConsumer<ProcessIdentity> onReclaim) {
         requireOwner();
         int count = 0;
         for (int peer = 0; peer < peerCapacity; peer++) {
@@ -386,7 +396,7 @@ public final class CounterFile implements AutoCloseable {
                 continue;
             }
             ProcessIdentity id = new ProcessIdentity(pid, start);
-            if (directory.verdict(id) != Verdict.DEAD) {
+            if (verdicts.apply(id) != Verdict.DEAD) {
                 continue;
             }
             int n = releaseHeldBy(peer);
@@ -469,6 +479,21 @@ public final class CounterFile implements AutoCloseable {
             }
         }
         return list;
+    }
+
+    /**
+     * Whether a peer entry is being registered now (its pid written, its start not yet), or
+     * was left so by a process that died registering: {@link #reclaimDeadPeers} frees such an
+     * entry once no life file of that pid is held.
+     */
+    public boolean anyPeerRegistering() {
+        for (int peer = 0; peer < peerCapacity; peer++) {
+            long off = peerOffset(peer);
+            if ((long) LONG.getVolatile(mem, off) > 0 && (long) LONG.getVolatile(mem, off + 8) == 0) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Peer entries not free (registered or registering) now. */

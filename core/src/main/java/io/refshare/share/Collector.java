@@ -2,38 +2,29 @@ package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The background thread of a {@link Sharing}: it gives memory back without waiting for
- * allocator pressure.
+ * The background thread of a {@link Sharing} that gives memory back without waiting for
+ * allocator pressure, and does nothing else (the periodic chores are the {@link Housekeeper}'s,
+ * so a release is never kept waiting behind them).
  * <ul>
- * <li>While the limbo is empty it sleeps until the next housekeeping; a block entering it
- * unparks it. While the limbo is not empty it sleeps on the current counter file's release
- * word; a consumer's release wakes it, and it collects the limbo at once, then rests
+ * <li>While the limbo is empty it sleeps; a block entering it unparks it.</li>
+ * <li>While the limbo is not empty it sleeps on the current counter file's release word; a
+ * consumer's release wakes it, and it collects the limbo at once, then rests
  * ({@value #REST_MICROS} µs; {@value #CROWDED_REST_MICROS} µs while a stream keeps it freeing
  * blocks by the dozen on CPUs that more threads want than they have). Releases into an older
  * counter file wake nobody: those blocks wait for the sleep to end ({@value #SLEEP_MILLIS} ms
  * at most). Polling faster while an old file has tokens out was considered and left out: a
  * consumer may hold such a token for hours.</li>
- * <li>Every {@value #HOUSEKEEPING_MILLIS} ms it reclaims the tokens of holders that died
- * (DEAD by the directory's life files; UNKNOWN counts as alive) and frees their peer
- * entries, so a killed consumer's memory comes back well within a second; unmaps idle
- * received segments their senders removed; runs the {@link Sharing#addHousekeeping
- * housekeeping tasks} (holders reclaiming their dead readers); and publishes the process's
- * {@link StatusFile}.</li>
  * </ul>
  *
  * <h2>Surviving damage</h2>
  * Every step runs on its own and the thread survives whatever a step throws short of a
- * virtual machine error (see {@link Failures}; the {@link InternalError} of a fault on a
- * truncated mapping is survived). A damaged counter file is quarantined by its pool, a
- * damaged status file is no longer written, and the next step and the next round go on, so
- * the other files' references are still reclaimed and {@code collect()} and allocation
- * pressure still work. A step that keeps failing is logged once, then again only after it
- * has succeeded in between.
+ * virtual machine error ({@link BackgroundSteps}; the {@link InternalError} of a fault on a
+ * truncated mapping is survived). A damaged counter file is quarantined by its pool, and the
+ * next round goes on, so the other files' references are still reclaimed and
+ * {@code collect()} and allocation pressure still work.
  */
 final class Collector implements Runnable {
     static final long SLEEP_MILLIS = 10;
@@ -52,57 +43,30 @@ final class Collector implements Runnable {
      */
     static final long CROWDED_REST_MICROS = 2_000;
     static final int STREAM_BLOCKS = 64;
-    static final long HOUSEKEEPING_MILLIS = 100;
-    private static final System.Logger LOG = System.getLogger(Collector.class.getName());
+    /** The longest sleep on an empty limbo: a bound, since a block entering it unparks the collector. */
+    static final long IDLE_MILLIS = 1_000;
 
     private final Sharing sharing;
-    /** Steps whose last run failed: their next failure is not logged again. */
-    private final Map<String, Boolean> failing = new HashMap<>();
+    private final BackgroundSteps steps;
     private final LateWakeups lateWakeups = new LateWakeups();
-    private long nextHousekeeping = System.nanoTime();
 
     Collector(Sharing sharing) {
         this.sharing = sharing;
+        this.steps = new BackgroundSteps("collector", sharing::isClosed);
     }
 
     @Override
     public void run() {
         while (!sharing.isClosed()) {
-            boolean waited = step("collecting the limbo", this::waitForWork);
-            if (!waited) {
+            if (!steps.run("collecting the limbo", this::waitForWork)) {
                 LockSupport.parkNanos(SLEEP_MILLIS * 1_000_000); // no busy loop over a failing step
             }
-            if (System.nanoTime() - nextHousekeeping >= 0) {
-                step("reclaiming the references of dead processes", this::reclaimDeadHolders);
-                step("housekeeping", sharing::runHousekeeping); // holders reclaim their dead readers
-                step("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
-                step("publishing the status file", sharing::publishStatus);
-                nextHousekeeping = System.nanoTime() + HOUSEKEEPING_MILLIS * 1_000_000;
-            }
-        }
-    }
-
-    /** Runs one step; true when it completed. */
-    private boolean step(String what, Runnable step) {
-        try {
-            step.run();
-            failing.remove(what);
-            return true;
-        } catch (Throwable t) {
-            Failures.rethrowIfFatal(t);
-            if (!sharing.isClosed() && failing.put(what, Boolean.TRUE) == null) {
-                LOG.log(System.Logger.Level.WARNING, "background " + what + " failed; the collector goes on (logged"
-                        + " once until it succeeds again)", t);
-            }
-            return false;
         }
     }
 
     private void waitForWork() {
         if (sharing.limbo().size() == 0) {
-            // until the next housekeeping: a block entering the limbo unparks it, so a process
-            // that only receives wakes ten times a second, not a hundred
-            LockSupport.parkNanos(Math.max(0, nextHousekeeping - System.nanoTime()));
+            LockSupport.parkNanos(IDLE_MILLIS * 1_000_000); // a block entering the limbo unparks it
             return;
         }
         CounterFilePool files = sharing.counterFiles();
@@ -148,14 +112,5 @@ final class Collector implements Runnable {
             }
         }
         return freed;
-    }
-
-    private void reclaimDeadHolders() {
-        int reclaimed = sharing.counterFiles().reclaimDeadHolders();
-        if (reclaimed > 0) {
-            LOG.log(System.Logger.Level.INFO, "reclaimed {0} references held by dead processes", reclaimed);
-            sharing.reclaimed(reclaimed);
-            sharing.collect();
-        }
     }
 }

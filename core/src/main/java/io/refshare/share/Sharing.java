@@ -51,6 +51,7 @@ public final class Sharing implements AutoCloseable {
     private final ProcessIdentity self = ProcessIdentity.current();
     private final StatusFile status;
     private final Thread collector;
+    private final Thread housekeeper;
     /** Range tags of blocks received lately, by the identity of their descriptors (see {@link #rangeTag}). */
     private final KnownTag[] knownTags = new KnownTag[64];
     private final LongAdder shared = new LongAdder();
@@ -82,12 +83,13 @@ public final class Sharing implements AutoCloseable {
         this.receiveCache = new ReceiveCache(directory);
         this.status = StatusFile.create(directory);
         this.collector = Thread.ofPlatform().daemon().name("refshare-collector").start(new Collector(this));
+        this.housekeeper = Thread.ofPlatform().daemon().name("refshare-housekeeper").start(new Housekeeper(this));
     }
 
     /**
      * Publishes this process's figures in its status file. A status file that fails (another
      * process truncated it: the mapping faults) is no longer written: logged once, the rest
-     * of the collector's work goes on.
+     * of the housekeeper's work goes on.
      */
     void publishStatus() {
         if (statusDamaged) {
@@ -458,8 +460,8 @@ public final class Sharing implements AutoCloseable {
     }
 
     /**
-     * Runs {@code task} on the background collector at each housekeeping round (every
-     * {@value Collector#HOUSEKEEPING_MILLIS} ms) until it is removed: holders this process
+     * Runs {@code task} on the background housekeeper at each round (every
+     * {@value Housekeeper#INTERVAL_MILLIS} ms) until it is removed: holders this process
      * created reclaim their dead readers' references there, so an old version a killed
      * reader held is freed without waiting for another publish.
      */
@@ -485,7 +487,7 @@ public final class Sharing implements AutoCloseable {
     }
 
     /**
-     * Called by the collector: each task on its own, so one failing (a corrupt holder file,
+     * Called by the housekeeper: each task on its own, so one failing (a corrupt holder file,
      * a fault on a truncated one) stops no other.
      */
     void runHousekeeping() {
@@ -576,9 +578,9 @@ public final class Sharing implements AutoCloseable {
         if (sent.prune() == 0) {
             storage.dispose();
         } else if (limbo.add(sent)) {
-            // The collector parks for up to Collector.SLEEP_MILLIS while the limbo is empty and
+            // The collector parks for up to Collector.IDLE_MILLIS while the limbo is empty and
             // waits on a release word only once it sees a block there: without this a release
-            // arriving during that park waited for the park to end (reclamation p99 up to 10 ms).
+            // arriving during that park would wait for the park to end.
             // Only the empty -> non-empty step wakes it; with blocks already waiting it is
             // watching releases. An unpark before it parks is kept as a permit, so none is lost.
             LockSupport.unpark(collector);
@@ -649,8 +651,10 @@ public final class Sharing implements AutoCloseable {
         runEach(beforeClose, "a task run before closing");
         closed = true;
         LockSupport.unpark(collector);
+        LockSupport.unpark(housekeeper);
         try {
             collector.join();
+            housekeeper.join();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

@@ -153,12 +153,15 @@ class PeerRecyclingTest {
                 peers.forEach(ChildJvm::kill);
             }
             assertEquals(1, f.reclaimDeadPeers((id, n) -> { }));
+            assertFalse(f.anyPeerRegistering());
             // as if it had died between writing its pid and its start ticks, and this process too
             writePeer(f, 0, deadPid, 0);
             writePeer(f, 1, ProcessIdentity.current().pid(), 0);
             writePeer(f, 2, 4_000_000_001L, 0); // no life file of that pid at all
+            assertTrue(f.anyPeerRegistering());
             f.reclaimDeadPeers((id, n) -> { });
             assertEquals(1, f.peersInUse(), "only the entry of a pid whose life lock is held stays");
+            assertTrue(f.anyPeerRegistering(), "this process's entry is still registering");
             assertEquals(ProcessIdentity.current().pid(), peerPid(f, 1));
             f.unlink();
         }

@@ -63,8 +63,10 @@ class CounterFileDamageFuzzTest {
                 }
                 producer.collect();
             }
-            assertTrue(Thread.getAllStackTraces().keySet().stream()
-                    .anyMatch(th -> th.getName().equals("refshare-collector") && th.isAlive()), "no collector died");
+            for (String name : List.of("refshare-collector", "refshare-housekeeper")) {
+                assertTrue(Thread.getAllStackTraces().keySet().stream()
+                        .anyMatch(th -> th.getName().equals(name) && th.isAlive()), "no " + name + " died");
+            }
             try (Tensor t = producer.allocateBytes(100)) {
                 Patterns.fill(t.data(), 7);
                 try (Tensor back = consumer.receive(producer.share(t))) {

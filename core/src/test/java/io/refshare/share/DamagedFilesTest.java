@@ -241,9 +241,10 @@ class DamagedFilesTest {
     }
 
     private static void assertCollectorAlive() {
-        long alive = Thread.getAllStackTraces().keySet().stream()
-                .filter(th -> th.getName().equals("refshare-collector") && th.isAlive()).count();
-        assertTrue(alive > 0, "the collector thread is alive");
+        for (String name : List.of("refshare-collector", "refshare-housekeeper")) {
+            assertTrue(Thread.getAllStackTraces().keySet().stream().anyMatch(th -> th.getName().equals(name) && th.isAlive()),
+                    name + " is alive");
+        }
     }
 
     /** The killed consumers' status and life files, as the janitor removes them. */

@@ -1,0 +1,41 @@
+package io.refshare.share;
+
+import java.util.HashSet;
+import java.util.Set;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The steps of one background thread ({@link Collector}, {@link Housekeeper}), each run on its
+ * own: the thread survives whatever a step throws short of a virtual machine error (see
+ * {@link Failures}), and a step that keeps failing is logged once, then again only after it
+ * has succeeded in between. Not thread-safe: one per thread.
+ */
+final class BackgroundSteps {
+    private static final System.Logger LOG = System.getLogger(BackgroundSteps.class.getName());
+
+    private final String thread;
+    private final BooleanSupplier closed;
+    /** Steps whose last run failed: their next failure is not logged again. */
+    private final Set<String> failing = new HashSet<>();
+
+    BackgroundSteps(String thread, BooleanSupplier closed) {
+        this.thread = thread;
+        this.closed = closed;
+    }
+
+    /** Runs one step; true when it completed. */
+    boolean run(String what, Runnable step) {
+        try {
+            step.run();
+            failing.remove(what);
+            return true;
+        } catch (Throwable t) {
+            Failures.rethrowIfFatal(t);
+            if (!closed.getAsBoolean() && failing.add(what)) {
+                LOG.log(System.Logger.Level.WARNING, "background " + what + " failed; the " + thread
+                        + " goes on (logged once until it succeeds again)", t);
+            }
+            return false;
+        }
+    }
+}
