@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The producer's side of the refshare measurements, over {@link ShareQueue}s between this
@@ -29,6 +30,8 @@ final class RefshareBench {
     private static final int PING_PONG_CAPACITY = 2;
     private static final long WAIT_SLICE_MILLIS = 100;
     private static final long LIMBO_TIMEOUT_NANOS = 30_000_000_000L;
+    private static final long WATCH_SPIN_NANOS = 50_000;
+    private static final long WATCH_NAP_NANOS = 10_000;
 
     private final Refshare rs;
     private final PeerProcess peer;
@@ -170,14 +173,30 @@ final class RefshareBench {
         }
     }
 
-    /** Watches (without collecting) until no block of the producer waits in the limbo. */
+    /**
+     * Watches (without collecting) until no block of the producer waits in the limbo: polls
+     * it, spinning for the first {@value #WATCH_SPIN_NANOS} ns, then asleep between looks
+     * ({@value #WATCH_NAP_NANOS} ns asked, plus the kernel's timer slack of 50 µs: a
+     * reclamation slower than the spin is measured up to about 60 µs late). A watcher that
+     * spins or yields all along keeps a CPU from the collector it is timing: on two cores the
+     * collector, woken by the consumer's release on the other CPU's run queue, then waited 1.5
+     * to 4 ms for a CPU in a few rounds of a hundred (timestamps of both, one clock), which
+     * alone put the 20 ms-hold rows over 1 ms in about half the runs. Napping with the slack
+     * removed (1 ns) brought those waits back: the watcher then ran every 10 µs.
+     */
     private void awaitLimboEmpty() throws IOException {
-        long deadline = System.nanoTime() + LIMBO_TIMEOUT_NANOS;
+        long start = System.nanoTime();
+        long deadline = start + LIMBO_TIMEOUT_NANOS;
         for (int i = 1; rs.stats().limboBlocks() != 0; i++) {
-            Thread.yield(); // the collector may need this core (two-core machines)
+            long now = System.nanoTime();
+            if (now - start < WATCH_SPIN_NANOS) {
+                Thread.onSpinWait();
+                continue;
+            }
+            LockSupport.parkNanos(WATCH_NAP_NANOS);
             if ((i & 1023) == 0) {
                 peer.requireAlive();
-                if (System.nanoTime() - deadline > 0) {
+                if (now - deadline > 0) {
                     throw new IOException("the producer's limbo did not empty within "
                             + LIMBO_TIMEOUT_NANOS / 1_000_000_000 + " s after the consumer closed");
                 }
