@@ -141,7 +141,7 @@ final class Tokens {
         LONG.getVolatile(mem, RELEASES_OFFSET); // guarded read first: see the notes
         LONG.getAndAdd(mem, RELEASES_OFFSET, 1L);
         long waiting = (long) LONG.getVolatile(mem, COLLECTOR_WAITING_OFFSET);
-        return waiting != 0 && LONG.compareAndSet(mem, COLLECTOR_WAITING_OFFSET, waiting, 0L);
+        return waiting != 0 && guardedCompareAndSet(mem, COLLECTOR_WAITING_OFFSET, waiting, 0L);
     }
 
     /** CAS of the slot at {@code off} from low half {@code from} to {@code to}, keeping its tag. */

@@ -32,18 +32,12 @@ final class Housekeeper implements Runnable {
 
     @Override
     public void run() {
-        long next = System.nanoTime();
         while (!sharing.isClosed()) {
-            long wait = next - System.nanoTime();
-            if (wait > 0) {
-                LockSupport.parkNanos(wait); // closing unparks it
-                continue;
-            }
             steps.run("reclaiming the references of dead processes", this::reclaimDeadHolders);
             steps.run("housekeeping", sharing::runHousekeeping);
             steps.run("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
             steps.run("publishing the status file", sharing::publishStatus);
-            next = System.nanoTime() + INTERVAL_MILLIS * 1_000_000;
+            LockSupport.parkNanos(INTERVAL_MILLIS * 1_000_000); // closing unparks it
         }
     }
 

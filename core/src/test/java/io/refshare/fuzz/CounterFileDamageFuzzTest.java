@@ -6,6 +6,7 @@ import io.refshare.counter.CounterFileLayout;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.Tensor;
+import io.refshare.testing.BackgroundThreads;
 import io.refshare.testing.Patterns;
 import io.refshare.testing.TempShm;
 import io.refshare.wire.DescriptorCodec;
@@ -63,10 +64,7 @@ class CounterFileDamageFuzzTest {
                 }
                 producer.collect();
             }
-            for (String name : List.of("refshare-collector", "refshare-housekeeper")) {
-                assertTrue(Thread.getAllStackTraces().keySet().stream()
-                        .anyMatch(th -> th.getName().equals(name) && th.isAlive()), "no " + name + " died");
-            }
+            BackgroundThreads.assertAlive();
             try (Tensor t = producer.allocateBytes(100)) {
                 Patterns.fill(t.data(), 7);
                 try (Tensor back = consumer.receive(producer.share(t))) {

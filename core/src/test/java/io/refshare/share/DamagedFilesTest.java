@@ -11,6 +11,7 @@ import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.Tensor;
+import io.refshare.testing.BackgroundThreads;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;
@@ -71,7 +72,7 @@ class DamagedFilesTest {
             assertEquals(1, producer.stats().limboBlocks(),
                     "the block one of whose references lies in the quarantined file stays in the limbo");
             assertEquals(2, producer.stats().ownCounterFiles(), "the quarantined file is kept until close");
-            assertCollectorAlive();
+            BackgroundThreads.assertAlive();
         }
         sweepDeadProcessesFiles();
     }
@@ -86,7 +87,7 @@ class DamagedFilesTest {
                 Thread.sleep(300); // collector rounds over the damaged file
                 byte[] later = shareTo(producer, consumer, "b", 2);
                 assertNotEquals(counterFileOf(kept), counterFileOf(later));
-                assertCollectorAlive();
+                BackgroundThreads.assertAlive();
             } finally {
                 consumer.kill();
             }
@@ -107,7 +108,7 @@ class DamagedFilesTest {
                 // the collector sleeps on this file's release word while the block waits in the limbo
                 truncate(counterFileOf(first), 64);
                 Thread.sleep(300);
-                assertCollectorAlive();
+                BackgroundThreads.assertAlive();
                 byte[] second = shareTo(producer, consumer, "b", 2);
                 assertNotEquals(counterFileOf(first), counterFileOf(second), "a fresh file for new shares");
                 producer.collect(); // still works
@@ -119,7 +120,7 @@ class DamagedFilesTest {
             }
             Eventually.await(() -> producer.stats().reclaimed() == 1,
                     "a consumer killed after the damage is still reclaimed");
-            assertCollectorAlive();
+            BackgroundThreads.assertAlive();
         }
         sweepDeadProcessesFiles();
     }
@@ -136,7 +137,7 @@ class DamagedFilesTest {
             }
             truncate(counterFileOf(first), 64); // under the collector, which sleeps on it
             Thread.sleep(300);
-            assertCollectorAlive();
+            BackgroundThreads.assertAlive();
             Tensor big;
             try (Tensor t = producer.allocateBytes(10 << 20)) {
                 Patterns.fill(t.data(), 5);
@@ -158,7 +159,7 @@ class DamagedFilesTest {
         try (Refshare producer = Refshare.open(shm.config())) {
             truncate(ownFile(ShmKind.STATUS), 8);
             Thread.sleep(300); // the collector publishes its status every 100 ms
-            assertCollectorAlive();
+            BackgroundThreads.assertAlive();
             ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
                 shareTo(producer, consumer, "a", 1);
@@ -169,7 +170,7 @@ class DamagedFilesTest {
             Eventually.await(() -> producer.stats().limboBlocks() == 0 && producer.stats().reclaimed() >= 2,
                     "the killed consumer's references come back");
             assertEquals(2, producer.stats().reclaimed(), "each once");
-            assertCollectorAlive();
+            BackgroundThreads.assertAlive();
         }
         sweepDeadProcessesFiles();
     }
@@ -192,7 +193,7 @@ class DamagedFilesTest {
                 assertThrows(InvalidDataException.class, () -> another.receive(second));
             }
             Thread.sleep(300);
-            assertCollectorAlive();
+            BackgroundThreads.assertAlive();
             try (Tensor u = producer.allocateBytes(BYTES)) {
                 Patterns.fill(u.data(), 4);
                 try (Tensor back = consumer.receive(producer.share(u))) {
@@ -238,13 +239,6 @@ class DamagedFilesTest {
             }
         }
         throw new AssertionError("no " + kind + " file of this process in " + shm.files());
-    }
-
-    private static void assertCollectorAlive() {
-        for (String name : List.of("refshare-collector", "refshare-housekeeper")) {
-            assertTrue(Thread.getAllStackTraces().keySet().stream().anyMatch(th -> th.getName().equals(name) && th.isAlive()),
-                    name + " is alive");
-        }
     }
 
     /** The killed consumers' status and life files, as the janitor removes them. */
