@@ -37,6 +37,12 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * before reading the payload, and frees the cell with a volatile write after its last
  * read of it, so a producer never overwrites a payload being read.
  * <p>
+ * Claims: a claim first tries the word the cell holds when all is well (FREE(t) for a
+ * producer, FULL(h) for a consumer) by a compare-and-set alone, and reads the word only when
+ * that fails. The cell's line was last written by the other side; a read first would fetch
+ * it shared and the compare-and-set then fetch it again to own it, two trips between CPUs
+ * where one does. A failed attempt decides nothing: the read that follows does, as before.
+ * <p>
  * Closing: a producer reads the closed flag before claiming and again after (abandoning
  * its claim when it is set), while a consumer reads it before looking at the head cell
  * and reports "closed" only when that cell shows no claimed position. All of these are
@@ -100,17 +106,14 @@ final class QueueCells {
             }
             long t = (long) LONG.getVolatile(mem, TAIL_OFFSET);
             long cell = cellOffset(t);
+            if (LONG.compareAndSet(mem, cell + CELL_WORD, free(t), writing(t, claimant))) { // see "Claims"
+                return claimedTail(t, cell);
+            }
             long word = (long) LONG.getVolatile(mem, cell + CELL_WORD);
             long d = distance(word, t);
             if (d == 0 && state(word) == FREE) {
-                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, writing(t, claimant))) {
-                    LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1);
-                    if (isClosed()) {
-                        // closed while claiming: give the position up, as a dead producer's is
-                        LONG.setVolatile(mem, cell + CELL_WORD, free(t + capacity));
-                        return CLOSED;
-                    }
-                    return t;
+                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, writing(t, claimant))) { // FREE(t) with stray bits
+                    return claimedTail(t, cell);
                 }
             } else if (d < 0) {
                 return NO_ROOM;
@@ -118,6 +121,17 @@ final class QueueCells {
                 throw cellsAhead("tail", t, word);
             }
         }
+    }
+
+    /** The end of a producer's claim of position {@code t}: the tail moves on, and a close meanwhile undoes it. */
+    private long claimedTail(long t, long cell) {
+        LONG.compareAndSet(mem, TAIL_OFFSET, t, t + 1);
+        if (isClosed()) {
+            // closed while claiming: give the position up, as a dead producer's is
+            LONG.setVolatile(mem, cell + CELL_WORD, free(t + capacity));
+            return CLOSED;
+        }
+        return t;
     }
 
     /** Writes the message of a position claimed by {@link #claimWritable} and publishes it (FULL). */
@@ -144,11 +158,15 @@ final class QueueCells {
             boolean closed = isClosed();
             long h = (long) LONG.getVolatile(mem, HEAD_OFFSET);
             long cell = cellOffset(h);
+            if (LONG.compareAndSet(mem, cell + CELL_WORD, full(h), reading(h, claimant))) { // see "Claims"
+                LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1);
+                return h;
+            }
             long word = (long) LONG.getVolatile(mem, cell + CELL_WORD);
             long d = distance(word, h);
             int state = state(word);
             if (d == 0 && state == FULL) {
-                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, reading(h, claimant))) {
+                if (LONG.compareAndSet(mem, cell + CELL_WORD, word, reading(h, claimant))) { // FULL(h) with stray bits
                     LONG.compareAndSet(mem, HEAD_OFFSET, h, h + 1);
                     return h;
                 }

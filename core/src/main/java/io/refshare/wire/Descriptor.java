@@ -135,6 +135,12 @@ public record Descriptor(
                 eventHandle, tensor, senderPid, senderStartTicks);
     }
 
+    /** This descriptor for the block of the same length at {@code offset} of the same segment. */
+    public Descriptor atOffset(long offset) {
+        return new Descriptor(backend, segmentName, segmentSize, offset, length, memoryHandle, counterFileName, slot,
+                eventHandle, tensor, senderPid, senderStartTicks);
+    }
+
     /** A host-memory block, sent by {@code sender}; {@code tensor} may be null for a raw block. */
     public static Descriptor host(String segmentName, long segmentSize, long offset, long length,
                                   String counterFileName, int slot, TensorLayout tensor, ProcessIdentity sender) {

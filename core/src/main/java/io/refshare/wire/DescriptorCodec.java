@@ -114,6 +114,8 @@ public final class DescriptorCodec {
     static final int SLOT_OFFSET = OFF_SLOT;
     private static final int OFF_SEGMENT_SIZE = 24;
     private static final int OFF_OFFSET = 32;
+    /** Where the block offset is: the other field in which messages of one segment's blocks of one size differ. */
+    static final int BLOCK_OFFSET_OFFSET = OFF_OFFSET;
     private static final int OFF_LENGTH = 40;
     private static final int OFF_STORAGE_OFFSET = 48;
     private static final int OFF_SENDER_PID = 56;

@@ -6,6 +6,9 @@ import io.refshare.tensor.TensorLayout;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
@@ -15,6 +18,7 @@ import static io.refshare.wire.DescriptorTest.MEMORY;
 import static io.refshare.wire.DescriptorTest.SEG;
 import static io.refshare.wire.DescriptorTest.SENDER;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The memo must answer exactly as the codec, from memory or not, for every input. */
@@ -48,24 +52,63 @@ class DecodeMemoTest {
         DecodeMemo memo = new DecodeMemo();
         Random rng = new Random(5);
         int hits = 0;
-        for (int i = 0; i < 20_000; i++) {
+        for (int i = 0; i < 25_000; i++) {
             byte[] b = known.get(rng.nextInt(known.size())).clone();
-            switch (i % 4) {
+            switch (i % 5) {
                 case 0, 1 -> {
-                    int[] slots = {0, 1, 9999, Integer.MAX_VALUE, -1, Integer.MIN_VALUE};
-                    int slot = slots[rng.nextInt(slots.length)];
-                    b[20] = (byte) slot;
-                    b[21] = (byte) (slot >> 8);
-                    b[22] = (byte) (slot >> 16);
-                    b[23] = (byte) (slot >> 24);
+                    putSlot(b, SLOTS[rng.nextInt(SLOTS.length)]);
                     hits++;
                 }
-                case 2 -> b[rng.nextInt(b.length)] = (byte) rng.nextInt(256);
+                case 2 -> {
+                    // another block of the segment, or an offset decoding refuses; with a slot of another message
+                    long segmentSize = (long) LONGS.get(b, 24);
+                    long length = (long) LONGS.get(b, 40);
+                    long[] offsets = {0, 4096, 8192, segmentSize - length, segmentSize - length + 1, segmentSize,
+                            segmentSize + 4096, -1, -4096, Long.MIN_VALUE, Long.MAX_VALUE, Long.MAX_VALUE - length};
+                    LONGS.set(b, 32, offsets[rng.nextInt(offsets.length)]);
+                    if (rng.nextBoolean()) {
+                        putSlot(b, SLOTS[rng.nextInt(SLOTS.length)]);
+                    }
+                }
+                case 3 -> b[rng.nextInt(b.length)] = (byte) rng.nextInt(256);
                 default -> b = Arrays.copyOf(b, rng.nextInt(b.length + 8));
             }
             assertEquals(outcome(DescriptorCodec::decode, b), outcome(m -> decodeThrough(memo, m), b), "input " + i);
         }
-        assertTrue(hits > 5_000);
+        assertTrue(hits > 8_000);
+    }
+
+    private static final int[] SLOTS = {0, 1, 9999, Integer.MAX_VALUE, -1, Integer.MIN_VALUE};
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
+    private static void putSlot(byte[] b, int slot) {
+        b[20] = (byte) slot;
+        b[21] = (byte) (slot >> 8);
+        b[22] = (byte) (slot >> 16);
+        b[23] = (byte) (slot >> 24);
+    }
+
+    @Test
+    void blocksOfOneSegmentBeyondTheBlockTableAnswerAsTheCodec() {
+        // a pool cycling through more blocks than the block table holds: each is found by its segment
+        DecodeMemo memo = new DecodeMemo();
+        long blockBytes = 1024;
+        int blocks = 4 * DecodeMemo.BLOCKS;
+        Descriptor first = null;
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < blocks; i++) {
+                byte[] b = DescriptorCodec.encode(Descriptor.host(SEG, blocks * blockBytes, i * blockBytes, blockBytes,
+                        CNT, round * blocks + i, TensorLayout.contiguous(DType.UINT8, blockBytes), SENDER));
+                assertEquals(outcome(DescriptorCodec::decode, b), outcome(m -> decodeThrough(memo, m), b), "block " + i);
+                Descriptor d = memo.decodeBlock(MemorySegment.ofArray(b), 0, b.length);
+                if (first == null) {
+                    first = d;
+                }
+                // not parsed again: the names and the layout are those decoded first
+                assertSame(first.segmentName(), d.segmentName(), "block " + i);
+                assertSame(first.tensor(), d.tensor(), "block " + i);
+            }
+        }
     }
 
     @Test
