@@ -44,8 +44,10 @@ final class Housekeeper implements Runnable {
     private void reclaimDeadHolders() {
         int reclaimed = sharing.counterFiles().reclaimDeadHolders();
         if (reclaimed > 0) {
-            LOG.log(System.Logger.Level.INFO, "reclaimed {0} references held by dead processes", reclaimed);
+            // counted before the log line (the first can take milliseconds): the collector may
+            // already be collecting the blocks, and whoever watches the limbo empty reads the count next
             sharing.reclaimed(reclaimed);
+            LOG.log(System.Logger.Level.INFO, "reclaimed {0} references held by dead processes", reclaimed);
             sharing.collect();
         }
     }
