@@ -158,7 +158,7 @@ class DamagedFilesTest {
     void aTruncatedStatusFileStopsNoReclamation() throws Exception {
         try (Refshare producer = Refshare.open(shm.config())) {
             truncate(ownFile(ShmKind.STATUS), 8);
-            Thread.sleep(300); // the collector publishes its status every 100 ms
+            Thread.sleep(300); // the housekeeper publishes its status every 100 ms
             BackgroundThreads.assertAlive();
             ChildJvm consumer = ChildJvm.start(ShareChildMain.class, "ConsumerMain", shm.path().toString());
             try {
