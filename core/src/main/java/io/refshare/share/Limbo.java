@@ -46,6 +46,7 @@ final class Limbo {
     /** Frees every waiting storage no process uses any more; returns how many. */
     int collect() {
         List<SentBlock> free;
+        long freedBytes = 0;
         synchronized (this) {
             if (waiting.isEmpty()) {
                 return 0;
@@ -56,38 +57,46 @@ final class Limbo {
                 SentBlock b = waiting.get(i);
                 if (b.prune() == 0) {
                     free.add(b);
+                    freedBytes += b.byteSize();
                 } else {
                     waiting.set(keep++, b);
                 }
             }
             waiting.subList(keep, waiting.size()).clear();
         }
+        if (free.isEmpty()) {
+            return 0;
+        }
         // every block taken out is disposed of and uncounted, whatever one disposal throws:
-        // one left counted would keep collectAndSettle waiting for good
+        // one left counted would keep collectAndSettle waiting for good. They are uncounted
+        // together, after the last: a lock and a notifyAll per block were an eighth of the
+        // collector's time with eight consumers of fresh 1 KiB blocks
         RuntimeException failure = null;
-        for (SentBlock b : free) {
-            try {
-                b.storage().dispose();
-            } catch (RuntimeException e) {
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
+        try {
+            for (SentBlock b : free) {
+                try {
+                    b.storage().dispose();
+                } catch (RuntimeException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
                 }
-            } finally {
-                synchronized (this) {
-                    blocks--;
-                    bytes -= b.byteSize();
-                    collected++;
-                    notifyAll(); // for settle()
-                }
+            }
+        } finally {
+            synchronized (this) {
+                blocks -= free.size();
+                bytes -= freedBytes;
+                collected += free.size();
+                notifyAll(); // for collectAndSettle
             }
         }
         if (failure != null) {
             throw failure;
         }
         Events.LimboCollect event = new Events.LimboCollect();
-        if (event.shouldCommit() && !free.isEmpty()) {
+        if (event.shouldCommit()) {
             event.freed = free.size();
             event.waiting = size();
             event.commit();

@@ -36,6 +36,14 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
     public static final int MAX_RANK = 16;
 
     /**
+     * The last layout {@link #contiguous} made: a producer allocating tensor after tensor of
+     * one shape gets the same immutable layout instead of checking and copying it anew each
+     * time. Read and written without synchronization: a layout is immutable (its fields are
+     * final), so any reference a thread finds here is whole.
+     */
+    private static TensorLayout lastContiguous;
+
+    /**
      * A layout as given, checked to be sane; the arrays are copied.
      *
      * @param dtype         element type
@@ -103,7 +111,11 @@ public record TensorLayout(DType dtype, long[] shape, long[] strides, long stora
      * @throws NullPointerException     when {@code dtype} or {@code shape} is null
      */
     public static TensorLayout contiguous(DType dtype, long... shape) {
-        return new TensorLayout(dtype, shape, contiguousStrides(shape), 0);
+        TensorLayout last = lastContiguous;
+        if (last != null && last.dtype == dtype && Arrays.equals(last.shape, shape)) {
+            return last;
+        }
+        return lastContiguous = new TensorLayout(dtype, shape, contiguousStrides(shape), 0);
     }
 
     /**

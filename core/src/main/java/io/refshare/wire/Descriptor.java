@@ -65,14 +65,29 @@ public record Descriptor(
     private static final byte[] NO_HANDLE = new byte[0];
 
     /**
+     * The last names found valid, so that a descriptor made from another one (the receiver's
+     * decode memo moves one to each block of a segment) does not check the same strings
+     * again: the checks were most of such a construction. Read and written without
+     * synchronization: a string is immutable, so any reference a thread finds here was checked.
+     */
+    private static String checkedSegmentName;
+    private static String checkedCounterFileName;
+
+    /**
      * @throws IllegalArgumentException when the fields are inconsistent (see the class comment)
      */
     public Descriptor {
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(memoryHandle, "memoryHandle (use an empty array for a HOST block)");
         Objects.requireNonNull(eventHandle, "eventHandle (use an empty array for none)");
-        checkName("segment name", segmentName);
-        checkName("counter file name", counterFileName);
+        if (segmentName != checkedSegmentName) {
+            checkName("segment name", segmentName);
+            checkedSegmentName = segmentName;
+        }
+        if (counterFileName != checkedCounterFileName) {
+            checkName("counter file name", counterFileName);
+            checkedCounterFileName = counterFileName;
+        }
         if (segmentSize <= 0) {
             throw new IllegalArgumentException("segment size must be positive: " + segmentSize);
         }

@@ -282,6 +282,12 @@ public final class DescriptorCodec {
         for (; i + Long.BYTES <= src.length; i += Long.BYTES) {
             putI64(dst, at + i, (long) LONGS.get(src, i));
         }
+        if (i < src.length && src.length >= Long.BYTES) {
+            // the last word overlaps the one before: a word instead of a loop of bytes
+            int last = src.length - Long.BYTES;
+            putI64(dst, at + last, (long) LONGS.get(src, last));
+            return;
+        }
         for (; i < src.length; i++) {
             if (dst.get(U8, at + i) != src[i]) {
                 dst.set(U8, at + i, src[i]);

@@ -524,4 +524,19 @@ class DescriptorCodecTest {
             }
         }
     }
+    /** Names of every length up to three words, each written over the encoding of names one byte longer. */
+    @Test
+    void encodeHostWritesNamesOfEveryLengthExactly() {
+        MemorySegment cell = MemorySegment.ofArray(new byte[512]);
+        cell.fill((byte) 0x5A);
+        for (int length = 25; length >= 1; length--) {
+            String segName = "s0123456789abcdefghijklmnopqrstuvwxyz".substring(0, length);
+            String cntName = "c9876543210zyxwvutsrqponmlkjihgfedcba".substring(0, length);
+            byte[] expected = DescriptorCodec.encode(Descriptor.host(segName, 1 << 20, 8192, 4096, cntName, 3, null,
+                    SENDER));
+            int written = DescriptorCodec.encodeHost(segName.getBytes(StandardCharsets.US_ASCII), 1 << 20, 8192, 4096,
+                    cntName.getBytes(StandardCharsets.US_ASCII), 3, null, SENDER.pid(), SENDER.startTicks(), cell, 16);
+            assertArrayEquals(expected, cell.asSlice(16, written).toArray(ValueLayout.JAVA_BYTE), "names of " + length);
+        }
+    }
 }
