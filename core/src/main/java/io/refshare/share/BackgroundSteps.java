@@ -2,6 +2,7 @@ package io.refshare.share;
 
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -21,6 +22,19 @@ final class BackgroundSteps {
     BackgroundSteps(String thread, BooleanSupplier closed) {
         this.thread = thread;
         this.closed = closed;
+    }
+
+    /**
+     * Parks the calling background thread for at most {@code nanos} (an unpark ends it sooner),
+     * first clearing its interrupt status. Nobody interrupts these threads to stop them (a close
+     * unparks them), so an interrupt means nothing to them; but a thread whose interrupt status
+     * stays set parks for no time at all, every time: one interrupt from outside (code that
+     * interrupts every thread it finds, say) made the collector and the housekeeper each spin
+     * on a whole CPU for good.
+     */
+    static void park(long nanos) {
+        Thread.interrupted();
+        LockSupport.parkNanos(nanos);
     }
 
     /** Runs one step; true when it completed. */

@@ -2,7 +2,6 @@ package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
 
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The background thread of a {@link Sharing} that gives memory back without waiting for
@@ -59,14 +58,14 @@ final class Collector implements Runnable {
     public void run() {
         while (!sharing.isClosed()) {
             if (!steps.run("collecting the limbo", this::waitForWork)) {
-                LockSupport.parkNanos(SLEEP_MILLIS * 1_000_000); // no busy loop over a failing step
+                BackgroundSteps.park(SLEEP_MILLIS * 1_000_000); // no busy loop over a failing step
             }
         }
     }
 
     private void waitForWork() {
         if (sharing.limbo().size() == 0) {
-            LockSupport.parkNanos(IDLE_MILLIS * 1_000_000); // a block entering the limbo unparks it
+            BackgroundSteps.park(IDLE_MILLIS * 1_000_000); // a block entering the limbo unparks it
             return;
         }
         CounterFilePool files = sharing.counterFiles();
@@ -74,7 +73,7 @@ final class Collector implements Runnable {
         int freed = 0;
         try {
             if (current == null) {
-                LockSupport.parkNanos(SLEEP_MILLIS * 1_000_000);
+                BackgroundSteps.park(SLEEP_MILLIS * 1_000_000);
             } else {
                 freed = sleepOnReleases(files, current);
             }
@@ -87,7 +86,7 @@ final class Collector implements Runnable {
 
     private void rest(long micros) {
         long start = System.nanoTime();
-        LockSupport.parkNanos(micros * 1_000);
+        BackgroundSteps.park(micros * 1_000);
         lateWakeups.rested(micros * 1_000, System.nanoTime() - start);
     }
 

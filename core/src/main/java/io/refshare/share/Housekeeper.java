@@ -1,6 +1,5 @@
 package io.refshare.share;
 
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The second background thread of a {@link Sharing}: every {@value #INTERVAL_MILLIS} ms it
@@ -37,7 +36,7 @@ final class Housekeeper implements Runnable {
             steps.run("housekeeping", sharing::runHousekeeping);
             steps.run("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
             steps.run("publishing the status file", sharing::publishStatus);
-            LockSupport.parkNanos(INTERVAL_MILLIS * 1_000_000); // closing unparks it
+            BackgroundSteps.park(INTERVAL_MILLIS * 1_000_000); // closing unparks it
         }
     }
 

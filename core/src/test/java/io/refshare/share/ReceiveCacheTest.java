@@ -46,6 +46,31 @@ class ReceiveCacheTest {
         }
     }
 
+    @Test
+    void onlyIdleMappingsOfRemovedSegmentsAreDropped() {
+        HostBackend backend = new HostBackend(shm.directory());
+        ReceiveCache cache = new ReceiveCache(shm.directory());
+        Segment idleRemoved = backend.create(SEGMENT_BYTES);
+        Segment usedRemoved = backend.create(SEGMENT_BYTES);
+        Segment idleKept = backend.create(SEGMENT_BYTES);
+        try {
+            cache.unmapSegment(map(cache, idleRemoved));
+            ReceiveCache.Mapping used = map(cache, usedRemoved);
+            cache.unmapSegment(map(cache, idleKept));
+            backend.free(idleRemoved);
+            backend.free(usedRemoved);
+            assertEquals(1, cache.dropIdleRemoved(), "the idle mapping of a removed file");
+            assertEquals(2, cache.mappedSegments(), "the one in use and the one whose file is there stay");
+            assertEquals(0, cache.dropIdleRemoved());
+            cache.unmapSegment(used);
+            assertEquals(1, cache.dropIdleRemoved(), "idle now");
+            assertEquals(1, cache.mappedSegments());
+        } finally {
+            cache.close();
+            backend.free(idleKept);
+        }
+    }
+
     private static ReceiveCache.Mapping map(ReceiveCache cache, Segment s) {
         return cache.mapSegment(s.name(), s.exportOffset() + s.size(), s.exportOffset()); // as a descriptor names it
     }
