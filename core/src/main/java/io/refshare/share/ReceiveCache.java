@@ -168,38 +168,28 @@ final class ReceiveCache {
         return m;
     }
 
-    /** Releases a received token (the {@code slot} of {@code counters}) and drops one user of its mapping. */
+    /**
+     * Releases a received token (the {@code slot} of {@code counters}) and drops one user of its
+     * mapping, both under one taking of the lock: this runs for every received block closed.
+     */
     void release(CounterFile counters, int slot, Mapping mapping) {
         try {
-            releaseToken(counters, slot);
+            giveBack(counters, slot);
         } finally {
-            unmapSegment(mapping);
+            synchronized (this) {
+                try {
+                    dropToken(counters);
+                } finally {
+                    dropUser(mapping);
+                }
+            }
         }
     }
 
     /** Releases a received token whose memory this cache did not map (device memory). */
     void releaseToken(CounterFile counters, int slot) {
         try {
-            Events.Release event = new Events.Release();
-            if (event.shouldCommit()) {
-                event.counterFile = counters.name();
-                event.slot = slot;
-                event.commit();
-            }
-            boolean released;
-            try {
-                released = counters.release(slot);
-            } catch (RuntimeException | InternalError e) {
-                // the sender's file was truncated or broken by another process: nothing to give back
-                LOG.log(System.Logger.Level.WARNING, "cannot release token " + slot + " of " + counters
-                        + ": the file is damaged", e);
-                return;
-            }
-            if (!released) {
-                // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
-                LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
-                        counters);
-            }
+            giveBack(counters, slot);
         } finally {
             synchronized (this) {
                 dropToken(counters);
@@ -207,7 +197,35 @@ final class ReceiveCache {
         }
     }
 
+    /** Moves the token to RELEASED in the sender's file; a damaged file or a token no longer ours is logged. */
+    private static void giveBack(CounterFile counters, int slot) {
+        Events.Release event = new Events.Release();
+        if (event.shouldCommit()) {
+            event.counterFile = counters.name();
+            event.slot = slot;
+            event.commit();
+        }
+        boolean released;
+        try {
+            released = counters.release(slot);
+        } catch (RuntimeException | InternalError e) {
+            // the sender's file was truncated or broken by another process: nothing to give back
+            LOG.log(System.Logger.Level.WARNING, "cannot release token " + slot + " of " + counters
+                    + ": the file is damaged", e);
+            return;
+        }
+        if (!released) {
+            // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
+            LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
+                    counters);
+        }
+    }
+
     synchronized void unmapSegment(Mapping m) {
+        dropUser(m);
+    }
+
+    private void dropUser(Mapping m) {
         if (--m.users == 0) {
             m.idleSince = ++clock; // no allocation: a segment goes idle and back with every message
             if (++idle > maxIdle) {
