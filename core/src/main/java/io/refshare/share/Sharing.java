@@ -328,21 +328,26 @@ public final class Sharing implements AutoCloseable {
 
     /**
      * The range tag of the block {@code d} describes. A CRC over some fifty bytes is a good part
-     * of a small message's receive, and a receiver's memo hands out one descriptor per block, so
-     * the tags of the blocks seen lately are remembered by the descriptor's identity.
+     * of a small message's receive, so the tags of the blocks seen lately are remembered by
+     * segment name, offset and length. The name is compared by identity: a receiver's decode
+     * memo hands out one name object per segment (another object with the same name only
+     * misses). Not by the descriptor's identity: the memo makes a descriptor for each block of
+     * a segment, and making each one's identity hash cost a consumer of fresh tensors 2 %.
      */
     private int rangeTag(Descriptor d) {
-        int i = System.identityHashCode(d) & (knownTags.length - 1);
+        String segment = d.segmentName();
+        int i = (Long.hashCode(d.offset() * 0x9E3779B97F4A7C15L) ^ segment.hashCode()) & (knownTags.length - 1);
         KnownTag known = knownTags[i];
-        if (known != null && known.block == d) {
+        if (known != null && known.segment == segment && known.offset == d.offset() && known.length == d.length()) {
             return known.tag;
         }
-        int tag = RangeTag.of(d.offset(), d.length(), d.segmentName());
-        knownTags[i] = new KnownTag(d, tag); // a whole immutable entry: racing readers see it whole or not
+        int tag = RangeTag.of(d.offset(), d.length(), segment);
+        // a whole immutable entry: racing readers see it whole or not
+        knownTags[i] = new KnownTag(segment, d.offset(), d.length(), tag);
         return tag;
     }
 
-    private record KnownTag(Descriptor block, int tag) {
+    private record KnownTag(String segment, long offset, long length, int tag) {
     }
 
     /**
