@@ -1,6 +1,5 @@
 package io.refshare.memory;
 
-
 /**
  * A binary buddy allocator over one 4 MiB segment, for blocks of 512 B to 1 MiB.
  *

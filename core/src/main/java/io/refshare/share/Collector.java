@@ -2,7 +2,6 @@ package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
 
-
 /**
  * The background thread of a {@link Sharing} that gives memory back without waiting for
  * allocator pressure, and does nothing else (the periodic chores are the {@link Housekeeper}'s,

@@ -1,6 +1,5 @@
 package io.refshare.share;
 
-
 /**
  * The second background thread of a {@link Sharing}: every {@value #INTERVAL_MILLIS} ms it
  * reclaims the tokens of holders that died (DEAD by the directory's life files; UNKNOWN counts

@@ -246,8 +246,8 @@ final class ReceiveCache {
 
     /**
      * Unmaps the idle segments whose sender removed the file; returns how many. The files are
-     * looked up without the lock, so receives never wait for those system calls (a thousand idle
-     * mappings, a thousand of them every round); a segment received again meanwhile stays.
+     * looked up without the lock, so receives never wait for those system calls (one per idle
+     * mapping, up to a thousand every round); a segment received again meanwhile stays.
      */
     int dropIdleRemoved() {
         List<Mapping> idleNow;

@@ -80,11 +80,12 @@ public record Descriptor(
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(memoryHandle, "memoryHandle (use an empty array for a HOST block)");
         Objects.requireNonNull(eventHandle, "eventHandle (use an empty array for none)");
-        if (segmentName != checkedSegmentName) {
+        // null is checked (and refused) however the caches start
+        if (segmentName == null || segmentName != checkedSegmentName) {
             checkName("segment name", segmentName);
             checkedSegmentName = segmentName;
         }
-        if (counterFileName != checkedCounterFileName) {
+        if (counterFileName == null || counterFileName != checkedCounterFileName) {
             checkName("counter file name", counterFileName);
             checkedCounterFileName = counterFileName;
         }
