@@ -3,6 +3,7 @@ package io.refshare.wire;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.tensor.DType;
 import io.refshare.tensor.TensorLayout;
+import io.refshare.testing.ChildJvm;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -144,6 +145,15 @@ class DescriptorTest {
         refused("character '.' at index 3", () -> Descriptor.host("seg.x", 100, 0, 1, CNT, 0, null, SENDER));
         refused("129 characters long", () -> Descriptor.host("a".repeat(129), 100, 0, 1, CNT, 0, null, SENDER));
         assertEquals(128, Descriptor.host("a".repeat(128), 100, 0, 1, "-_zZ09", 0, null, SENDER).segmentName().length());
+    }
+
+    /** The names' caches start empty in a new JVM: its first descriptor is checked like any other. */
+    @Test
+    void aNullNameIsRefusedInTheFirstDescriptorOfAJvm() {
+        try (ChildJvm child = ChildJvm.start(FirstDescriptorMain.class)) {
+            assertEquals("segment name null is missing", child.expect("REFUSED ").trim());
+            assertEquals(0, child.waitFor());
+        }
     }
 
     private static void refused(String expected, Runnable action) {
