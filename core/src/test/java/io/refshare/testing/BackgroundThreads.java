@@ -6,7 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The background threads every open refshare context runs, for tests that damage files under them. */
 public final class BackgroundThreads {
-    private static final List<String> NAMES = List.of("refshare-collector", "refshare-housekeeper");
+    /** Their thread names (the kernel keeps the first 15 characters of each as its task name). */
+    public static final List<String> NAMES = List.of("refshare-collector", "refshare-housekeeper");
 
     private BackgroundThreads() {
     }
