@@ -7,6 +7,7 @@ import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.PidNamespaces;
 import io.refshare.testing.Patterns;
+import io.refshare.testing.Reclaimed;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -54,14 +55,7 @@ class OwnPidNamespaceConsumerTest {
             } finally {
                 consumer.kill();
             }
-            long died = System.nanoTime();
-            // the housekeeper counts what it reclaimed after releasing it, and the collector may empty the
-            // limbo in between: wait for both
-            while ((producer.stats().limboBlocks() > 0 || producer.stats().reclaimed() < 3)
-                    && System.nanoTime() - died < 10_000_000_000L) {
-                Thread.sleep(1);
-            }
-            long millis = (System.nanoTime() - died) / 1_000_000;
+            long millis = Reclaimed.await(producer, 3, 10_000_000_000L);
             System.out.println("references of the killed consumer in its own PID namespace reclaimed " + millis
                     + " ms after its death");
             assertEquals(0, producer.stats().limboBlocks(), "reclaimed once it is dead");

@@ -6,6 +6,7 @@ import io.refshare.ShareQueue;
 import io.refshare.inspect.Janitor;
 import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
+import io.refshare.testing.Reclaimed;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -53,15 +54,8 @@ class CrossLanguageCrashTest {
                 } finally {
                     py.kill(); // SIGKILL while it holds all three
                 }
-                long died = System.nanoTime();
-                // the housekeeper counts what it reclaimed after releasing it, and the collector may empty the
-                // limbo in between: wait for both
-                while ((rs.stats().limboBlocks() > 0 || rs.stats().reclaimed() < 3)
-                        && System.nanoTime() - died < RECLAIM_WITHIN_NANOS) {
-                    Thread.sleep(1);
-                }
                 System.out.printf("references of the killed Python consumer reclaimed %d ms after its death%n",
-                        (System.nanoTime() - died) / 1_000_000);
+                        Reclaimed.await(rs, 3, RECLAIM_WITHIN_NANOS));
                 var stats = rs.stats();
                 assertEquals(0, stats.limboBlocks(), "reclaimed by the producer's collector alone");
                 assertEquals(3, stats.reclaimed(), "each reference once");

@@ -4,6 +4,7 @@ import io.refshare.Refshare;
 import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Patterns;
+import io.refshare.testing.Reclaimed;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 
@@ -44,14 +45,7 @@ class DeadConsumerTest {
             } finally {
                 consumer.kill(); // SIGKILL: no close, no shutdown hook
             }
-            long died = System.nanoTime();
-            // the housekeeper counts what it reclaimed after releasing it, and the collector may
-            // empty the limbo in between: wait for both
-            while ((producer.stats().limboBlocks() > 0 || producer.stats().reclaimed() < 3)
-                    && System.nanoTime() - died < 10_000_000_000L) {
-                Thread.sleep(1);
-            }
-            long millis = (System.nanoTime() - died) / 1_000_000;
+            long millis = Reclaimed.await(producer, 3, 10_000_000_000L);
             System.out.println("references of the killed consumer reclaimed " + millis + " ms after its death");
             var stats = producer.stats();
             assertEquals(0, stats.limboBlocks(), "reclaimed without any allocation or explicit collect");
