@@ -62,6 +62,8 @@ MUTATIONS=(
                 claimOrThrow(counters, slot, tag);
                 claimed = true;|CudaDeadSenderTest#aDeviceTensorOfAKilledSenderIsRefusedWithoutOpeningAnything"
 "unknown-sender-refused|$S|directory.verdict(sender) == Verdict.DEAD|directory.verdict(sender) != Verdict.ALIVE|CudaDeadSenderTest#aSenderNotKnownToBeDeadIsNotRefused"
+"wait-without-verdict|$C/CudaSharing.java|                if (directory.verdict(d.sender()) == Verdict.DEAD) {|                if (false) {|CudaDeadSenderTest#aSenderKilledWhileTheReceiveWaitsForItsWorkIsRefusedAndTheStreamStaysUsable"
+"close-keeps-waiting|$C/CudaSharing.java|            if (closing) {|            if (false) {|CudaDeadSenderTest#closingEndsAReceiveThatWaitsForALiveSendersWork"
 )
 
 missed=0

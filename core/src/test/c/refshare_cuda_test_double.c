@@ -25,7 +25,11 @@
  *  - Interprocess events are shared sequence counters in a small file, with an importer
  *    table too: cuEventRecord bumps the record sequence, the stream stores the completion
  *    sequence when it reaches the record; cuStreamWaitEvent captures the record sequence at
- *    the call and the waiting stream blocks until the completion sequence reaches it.
+ *    the call and the waiting stream blocks until the completion sequence reaches it;
+ *    cuEventQuery compares the two (CUDA_ERROR_NOT_READY while the record is ahead). A record
+ *    its process died before completing never completes, as with the driver: a query says
+ *    NOT_READY for good, and a stream's wait for it is a violation (a real driver never ends
+ *    that wait; the double records it and ends it, so that a test fails instead of hanging).
  *  - Each stream is a worker thread running its queued operations in order. Asynchronous
  *    copies are really asynchronous: the source is read, and the destination written, when
  *    the stream runs the copy, so a missing cuStreamSynchronize shows as wrong bytes.
@@ -101,6 +105,7 @@ typedef enum cudaError_enum {
     CUDA_ERROR_ALREADY_MAPPED = 208,
     CUDA_ERROR_OPERATING_SYSTEM = 304,
     CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_NOT_READY = 600,
     CUDA_ERROR_TOO_MANY_PEERS = 711,
     CUDA_ERROR_NOT_SUPPORTED = 801,
 } CUresult;
@@ -146,7 +151,8 @@ static const CUdeviceptr DEVICE_ALIGNMENT = 2u << 20;
 enum counter {
     C_MEM_ALLOC, C_MEM_FREE, C_IPC_GET_MEM, C_IPC_OPEN_MEM, C_IPC_CLOSE_MEM, C_EVENT_CREATE, C_EVENT_RECORD,
     C_EVENT_DESTROY, C_IPC_GET_EVENT, C_IPC_OPEN_EVENT, C_STREAM_WAIT_EVENT, C_STREAM_SYNCHRONIZE, C_MEMCPY_HTOD,
-    C_MEMCPY_DTOH, C_STREAM_CREATE, C_STREAM_DESTROY, C_CTX_SET_CURRENT, C_BLOCKED_WAITS, C_VIOLATIONS,
+    C_MEMCPY_DTOH, C_STREAM_CREATE, C_STREAM_DESTROY, C_CTX_SET_CURRENT, C_BLOCKED_WAITS, C_EVENT_QUERY,
+    C_EVENT_NOT_READY, C_VIOLATIONS,
     C_LIVE_ALLOCATIONS, C_LIVE_MAPPINGS, C_LIVE_EVENTS, C_LIVE_IPC_EVENTS, C_LIVE_STREAMS, C_LIVE_CONTEXT_RETAINS,
     N_COUNTERS
 };
@@ -154,7 +160,7 @@ static const char *const COUNTER_NAMES[N_COUNTERS] = {
     "cuMemAlloc", "cuMemFree", "cuIpcGetMemHandle", "cuIpcOpenMemHandle", "cuIpcCloseMemHandle", "cuEventCreate",
     "cuEventRecord", "cuEventDestroy", "cuIpcGetEventHandle", "cuIpcOpenEventHandle", "cuStreamWaitEvent",
     "cuStreamSynchronize", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuStreamCreate", "cuStreamDestroy",
-    "cuCtxSetCurrent", "blockedWaits", "violations",
+    "cuCtxSetCurrent", "blockedWaits", "cuEventQuery", "eventNotReady", "violations",
     "liveAllocations", "liveMappings", "liveEvents", "liveIpcEvents", "liveStreams", "livePrimaryContextRetains",
 };
 static long long counters[N_COUNTERS];
@@ -1179,7 +1185,8 @@ static void complete_record(struct event_shared *s, uint64_t seq) {
     }
 }
 
-/* waits until the event's completion reaches `seq`; a dead recorder never completes, so it stops waiting */
+/* waits until the event's completion reaches `seq`; a dead recorder never completes it, which the driver
+   answers with a wait for good: recorded as a violation here, and the wait ends */
 static void wait_for_record(struct event_shared *s, uint64_t seq) {
     if (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) >= seq) {
         return;
@@ -1189,6 +1196,8 @@ static void wait_for_record(struct event_shared *s, uint64_t seq) {
     struct timespec pause = {0, 50 * 1000};
     while (__atomic_load_n(&s->completed, __ATOMIC_ACQUIRE) < seq) {
         if (!pid_alive((int32_t) s->creator)) {
+            violation("cuStreamWaitEvent: a stream waits for an interprocess event whose process (pid %u) died"
+                      " before the work it recorded was done; a real driver never ends this wait", s->creator);
             return;
         }
         nanosleep(&pause, NULL);
@@ -1434,6 +1443,22 @@ EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
     }
     enqueue(hStream, op);
     return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventQuery(CUevent hEvent) {
+    REQUIRE_CONTEXT();
+    /* as cuStreamWaitEvent: an event of another context may be queried, not one of a destroyed one */
+    if (!valid_event(hEvent) || !context_alive(hEvent->device, hEvent->generation)) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    count(C_EVENT_QUERY, 1);
+    /* the work captured by the most recent record before this call */
+    uint64_t seq = __atomic_load_n(&hEvent->shared->recorded, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&hEvent->shared->completed, __ATOMIC_ACQUIRE) >= seq) {
+        return CUDA_SUCCESS;
+    }
+    count(C_EVENT_NOT_READY, 1);
+    return CUDA_ERROR_NOT_READY;
 }
 
 EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {

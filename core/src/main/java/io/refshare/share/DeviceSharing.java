@@ -37,8 +37,9 @@ public interface DeviceSharing extends AutoCloseable {
 
     /**
      * The device segment {@code d} names, opened in this process (once, however many of its
-     * blocks arrive; a segment of this process is used directly), with one more user; this
-     * process's device work queued from now on waits for {@code d}'s event.
+     * blocks arrive; a segment of this process is used directly), with one more user. Returns
+     * once the device work its sender recorded in {@code d}'s event is done, and fails if the
+     * sender dies first (the caller gives the token back).
      */
     ReceivedSegment open(Descriptor d);
 

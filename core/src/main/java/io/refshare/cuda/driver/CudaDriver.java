@@ -62,6 +62,7 @@ public final class CudaDriver {
     static final int CUDA_ERROR_INVALID_VALUE = 1;
     static final int CUDA_ERROR_OUT_OF_MEMORY = 2;
     static final int CUDA_ERROR_NO_DEVICE = 100;
+    static final int CUDA_ERROR_NOT_READY = 600;
     static final int CU_EVENT_DISABLE_TIMING = 0x2;
     static final int CU_EVENT_INTERPROCESS = 0x4;
     static final int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1;
@@ -100,7 +101,7 @@ public final class CudaDriver {
     private final MethodHandle ipcOpenEventHandle;
     private final MethodHandle streamCreate;
     private final MethodHandle streamDestroy;
-    private final MethodHandle streamWaitEvent;
+    private final MethodHandle eventQuery;
     private final MethodHandle streamSynchronize;
     private final MethodHandle memcpyHtoDAsync;
     private final MethodHandle memcpyDtoHAsync;
@@ -139,7 +140,7 @@ public final class CudaDriver {
         m.put("cuIpcOpenEventHandle", FunctionDescriptor.of(JAVA_INT, ADDRESS, IPC_EVENT_HANDLE));
         m.put("cuStreamCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
         m.put("cuStreamDestroy_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        m.put("cuStreamWaitEvent", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+        m.put("cuEventQuery", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         m.put("cuStreamSynchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         m.put("cuMemcpyHtoDAsync_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
         m.put("cuMemcpyDtoHAsync_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
@@ -174,7 +175,7 @@ public final class CudaDriver {
         ipcOpenEventHandle = b.bind("cuIpcOpenEventHandle");
         streamCreate = b.bind("cuStreamCreate");
         streamDestroy = b.bind("cuStreamDestroy_v2");
-        streamWaitEvent = b.bind("cuStreamWaitEvent");
+        eventQuery = b.bind("cuEventQuery");
         streamSynchronize = b.bind("cuStreamSynchronize");
         memcpyHtoDAsync = b.bind("cuMemcpyHtoDAsync_v2");
         memcpyDtoHAsync = b.bind("cuMemcpyDtoHAsync_v2");
@@ -490,9 +491,17 @@ public final class CudaDriver {
         check(invoke(() -> (int) streamSynchronize.invokeExact(stream)), "cuStreamSynchronize");
     }
 
-    /** {@code cuStreamWaitEvent}: later work on {@code stream} waits for the event's recorded work. */
-    public void streamWaitEvent(MemorySegment stream, MemorySegment event) {
-        check(invoke(() -> (int) streamWaitEvent.invokeExact(stream, event, 0)), "cuStreamWaitEvent");
+    /**
+     * {@code cuEventQuery}: whether the work recorded in the event is done ({@code CUDA_SUCCESS})
+     * or not yet ({@code CUDA_ERROR_NOT_READY}); any other result is an error.
+     */
+    public boolean eventQuery(MemorySegment event) {
+        int result = invoke(() -> (int) eventQuery.invokeExact(event));
+        if (result == CUDA_ERROR_NOT_READY) {
+            return false;
+        }
+        check(result, "cuEventQuery");
+        return true;
     }
 
     /** {@code cuEventCreate}. */

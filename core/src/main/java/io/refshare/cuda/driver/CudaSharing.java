@@ -11,6 +11,8 @@ import io.refshare.share.DeviceSharing;
 import io.refshare.share.ReceivedSegment;
 import io.refshare.share.Sharing;
 import io.refshare.share.Storage;
+import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.Verdict;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 
@@ -21,6 +23,7 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
@@ -33,13 +36,14 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * <h2>Stream ordering</h2>
  * refshare queues this process's device work on one stream, {@link #stream()}. Each send of a
  * device storage records an interprocess event on that stream (one event per storage,
- * re-recorded at every send, destroyed when the storage is freed); the receiver makes its
- * own stream wait for the event before anything it queues afterwards, such as
- * {@link #copyToHost}. So a producer may write with {@link #copyFromHostAsync} and send at
- * once: consumers see the written bytes. At most {@link CudaConfig#maxLiveEvents()} events
- * live at once (1,000 by default, as PyTorch); a send that would need one more synchronizes
- * the stream instead and carries no event. Work on other streams is the caller's to order
- * (synchronize it before sending; after receiving, make it wait for {@link #stream()}).
+ * re-recorded at every send, destroyed when the storage is freed); the receive returns once
+ * that event has completed (polled on the receiving thread, the sender's life checked
+ * meanwhile: see {@link #awaitSendersWork}). So a producer may write with
+ * {@link #copyFromHostAsync} and send at once: consumers see the written bytes, on any
+ * stream. At most {@link CudaConfig#maxLiveEvents()} events live at once (1,000 by default,
+ * as PyTorch); a send that would need one more synchronizes the stream instead and carries
+ * no event. Work of the producer on other streams is the caller's to order (synchronize it
+ * before sending).
  *
  * <h2>Receiving</h2>
  * A device segment of another process is opened ({@code cuIpcOpenMemHandle}) once, however
@@ -54,16 +58,24 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * Device memory belongs to the producing process: unlike host memory, it does not outlive
  * that process, and closing the producer's {@code Refshare} frees it even if consumers still
  * hold blocks. Keep producers alive until their consumers are done. A receive refuses a
- * device block whose sender is already dead before it gets here ({@link Sharing#receive});
- * a sender that dies later, while this process's stream waits on its event, is not caught.
+ * device block whose sender is already dead before it gets here ({@link Sharing#receive}),
+ * or dies while the receive waits for its event; a sender that dies after the receive has
+ * returned takes its memory with it (reads of it are then undefined).
  */
 public final class CudaSharing implements DeviceSharing {
     private static final System.Logger LOG = System.getLogger(CudaSharing.class.getName());
     private static final byte[] NO_EVENT = new byte[0];
+    /** Waiting for a sender's event: spins, then yields, then parks this long between polls. */
+    private static final int SPINS = 100;
+    private static final int YIELDS = 100;
+    private static final long PARK_NANOS = 50_000;
+    private static final long VERDICT_INTERVAL_MILLIS = 10;
+    private static final long VERDICT_INTERVAL_NANOS = VERDICT_INTERVAL_MILLIS * 1_000_000;
     /** Send events of every instance in this process, by handle: a receiver here uses them directly. */
     private static final Map<HandleKey, MemorySegment> OWN_EVENTS = new ConcurrentHashMap<>();
 
     private final CudaConfig config;
+    private final ShmDirectory directory;
     private final CudaContext context;
     private final MemorySegment stream;
     private final CachingAllocator allocator;
@@ -74,6 +86,8 @@ public final class CudaSharing implements DeviceSharing {
      */
     private final ReentrantReadWriteLock lifecycle = new ReentrantReadWriteLock();
     private volatile boolean closed; // written with the write lock held
+    /** Set before {@link #close()} takes the write lock: a receive waiting for a sender's event gives up. */
+    private volatile boolean closing;
     // ---- guarded by this ----
     private final Map<Storage, SendEvent> events = new IdentityHashMap<>();
     private final Map<HandleKey, Opened> opened = new HashMap<>();
@@ -90,9 +104,10 @@ public final class CudaSharing implements DeviceSharing {
     private record SendEvent(MemorySegment event, HandleKey handle) {
     }
 
-    private CudaSharing(CudaConfig config, CudaContext context, MemorySegment stream, CudaBackend backend,
-                        Runnable missHandler) {
+    private CudaSharing(CudaConfig config, ShmDirectory directory, CudaContext context, MemorySegment stream,
+                        CudaBackend backend, Runnable missHandler) {
         this.config = config;
+        this.directory = directory;
         this.context = context;
         this.stream = stream;
         this.allocator = new CachingAllocator(backend, missHandler, CachingAllocator.UNLIMITED);
@@ -112,7 +127,8 @@ public final class CudaSharing implements DeviceSharing {
             try (CudaContext.Scope scope = context.enter()) {
                 stream = scope.driver().streamCreate(CudaDriver.CU_STREAM_NON_BLOCKING);
             }
-            return new CudaSharing(config, context, stream, new CudaBackend(context, sharing.directory()),
+            return new CudaSharing(config, sharing.directory(), context, stream,
+                    new CudaBackend(context, sharing.directory()),
                     sharing::collect);
         } catch (RuntimeException e) {
             try {
@@ -397,7 +413,7 @@ public final class CudaSharing implements DeviceSharing {
             }
             if (d.hasEvent()) {
                 try {
-                    waitFor(driver, new HandleKey(d.eventHandle()));
+                    awaitSendersWork(driver, d);
                 } catch (RuntimeException e) {
                     release(o);
                     throw e;
@@ -450,22 +466,69 @@ public final class CudaSharing implements DeviceSharing {
         }
     }
 
-    /** Makes {@link #stream()} wait for the work the sender recorded in the event. */
-    private void waitFor(CudaDriver driver, HandleKey eventHandle) {
-        MemorySegment own = OWN_EVENTS.get(eventHandle);
+    /**
+     * Returns once the device work {@code d}'s sender recorded in its event before sending is
+     * done. The wait is on this thread, polling the event, and never on {@link #stream()}: a
+     * stream made to wait ({@code cuStreamWaitEvent}) for another process's event waits for good
+     * if that process dies first. That was seen on an H100 (driver 580.159): the stream, and
+     * every call that synchronized it afterwards, stayed blocked, each spinning a core, and
+     * nothing can take such a wait back. Polling, the sender's life is checked every
+     * {@value #VERDICT_INTERVAL_MILLIS} ms once the wait has lasted that long; DEAD ends the
+     * wait with a refusal (the caller gives the token back), and so do an interrupt and
+     * {@link #close()}. UNKNOWN keeps waiting, as a live sender in another PID namespace may
+     * still finish.
+     */
+    private void awaitSendersWork(CudaDriver driver, Descriptor d) {
+        HandleKey handle = new HandleKey(d.eventHandle());
+        MemorySegment own = OWN_EVENTS.get(handle);
         if (own != null) {
-            driver.streamWaitEvent(stream, own);
-            eventWaits.increment();
+            awaitEvent(driver, own, d); // this process's own work: its sender cannot die without us
             return;
         }
-        MemorySegment event = driver.ipcOpenEventHandle(eventHandle.bytes());
+        MemorySegment event = driver.ipcOpenEventHandle(handle.bytes());
         try {
-            driver.streamWaitEvent(stream, event);
-            eventWaits.increment();
+            awaitEvent(driver, event, d);
         } finally {
-            // the wait is queued; destroying our handle does not cancel it
             driver.eventDestroy(event);
         }
+    }
+
+    private void awaitEvent(CudaDriver driver, MemorySegment event, Descriptor d) {
+        long start = System.nanoTime();
+        long nextVerdict = start + VERDICT_INTERVAL_NANOS;
+        for (int idle = 0; !driver.eventQuery(event); idle++) {
+            if (idle < SPINS) {
+                Thread.onSpinWait();
+                continue;
+            }
+            if (idle < SPINS + YIELDS) {
+                Thread.yield();
+                continue;
+            }
+            LockSupport.parkNanos(PARK_NANOS);
+            if (closing) {
+                throw new IllegalStateException("the CUDA side of this refshare instance is closing: the receive of"
+                        + " a block of segment " + d.segmentName() + " stopped waiting for the device work its sender, "
+                        + d.sender() + ", recorded; the reference goes back");
+            }
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                throw new RefshareException("interrupted while waiting for the device work that " + d.sender()
+                        + " recorded before sending a block of segment " + d.segmentName()
+                        + "; the reference goes back");
+            }
+            long now = System.nanoTime();
+            if (now - nextVerdict >= 0) {
+                if (directory.verdict(d.sender()) == Verdict.DEAD) {
+                    throw new RefshareException("device block of segment " + d.segmentName() + " refused: its sender, "
+                            + d.sender() + ", died before the device work it recorded for this send was done ("
+                            + (now - start) / 1_000_000 + " ms waited), and device memory and events do not outlive"
+                            + " their process; the reference goes back");
+                }
+                nextVerdict = now + VERDICT_INTERVAL_NANOS;
+            }
+        }
+        eventWaits.increment();
     }
 
     @Override
@@ -522,6 +585,7 @@ public final class CudaSharing implements DeviceSharing {
      */
     @Override
     public void close() {
+        closing = true;
         lifecycle.writeLock().lock();
         try {
             if (closed) {

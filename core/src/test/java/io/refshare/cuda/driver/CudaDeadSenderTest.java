@@ -11,6 +11,8 @@ import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.Verdict;
 import io.refshare.stats.CudaStats;
+import io.refshare.tensor.DType;
+import io.refshare.tensor.Device;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.Eventually;
 import io.refshare.testing.Patterns;
@@ -24,6 +26,9 @@ import java.lang.foreign.Arena;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HexFormat;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 import static io.refshare.cuda.driver.CudaAcrossProcessesTest.consumer;
@@ -31,13 +36,16 @@ import static io.refshare.cuda.driver.CudaAcrossProcessesTest.exit;
 import static io.refshare.cuda.driver.CudaAcrossProcessesTest.send;
 import static io.refshare.cuda.driver.CudaAcrossProcessesTest.testDouble;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A device tensor whose sender died before it was received: device memory and events do not
  * outlive their process, so the receive is refused before the driver opens anything, and the
- * token goes back as after the other refusals that follow the claim. The sender is a child JVM
+ * token goes back as after the other refusals that follow the claim. A sender that dies while
+ * the receive waits for its device work is refused too, and a receive waiting for work that
+ * never finishes ends when this process closes its refshare. The sender is a child JVM
  * ({@link CudaPeerMain}) killed with SIGKILL; this JVM receives. Only a DEAD verdict refuses:
  * a live sender, and one not known to be dead, are received as before.
  *
@@ -110,6 +118,110 @@ class CudaDeadSenderTest {
                     var again = assertThrows(RefshareException.class, () -> rs.receive(message));
                     assertTrue(again.getMessage().startsWith("message already received or returned"),
                             again.getMessage());
+                }
+            }
+            if (td != null) {
+                CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            }
+            removeWhatTheDeadLeft(shm, sender);
+        }
+    }
+
+    /** A device tensor {@code producer} makes, then holds its stream and sends it: its event cannot complete. */
+    private static byte[] sendBehindAHold(ChildJvm producer) {
+        assertEquals("MADE t", send(producer, "MAKE t " + DEVICE_SEED + " " + BYTES + " cuda"));
+        assertEquals("HELD", send(producer, "HOLD"));
+        byte[] message = HEX.parseHex(send(producer, "FORWARD t").substring("FORWARDED ".length()));
+        assertTrue(DescriptorCodec.decode(message).hasEvent(), "the send recorded an event behind the hold");
+        return message;
+    }
+
+    /**
+     * Closing this process's refshare ends a receive that waits for a live sender's work (held
+     * for good here): the receive fails, its token goes back, and the close returns. The sender
+     * is killed after (a real driver's hold lasts until its process exits).
+     */
+    @Test
+    void closingEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
+        CudaTestSupport.require();
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            ProcessIdentity sender;
+            try (ChildJvm producer = consumer(shm)) {
+                byte[] message = sendBehindAHold(producer);
+                Descriptor d = DescriptorCodec.decode(message);
+                sender = d.sender();
+                Refshare rs = Refshare.open(shm.config());
+                CompletableFuture<Tensor> receiving = CompletableFuture.supplyAsync(() -> rs.receive(message));
+                if (td != null) {
+                    Eventually.await(() -> td.counter("eventNotReady") > 0, "the receive polls the held event");
+                }
+                assertEquals("LIVE 1", send(producer, "LIVE"), "the device block's token, claimed by the receive");
+                CompletableFuture<Void> closing = CompletableFuture.runAsync(rs::close);
+                // bounds against hanging, not timing checks: a close that waited for the receive would
+                // hang until the sender is killed at the end
+                var e = assertThrows(ExecutionException.class, () -> receiving.get(60, TimeUnit.SECONDS));
+                assertTrue(e.getCause().getMessage().contains("is closing"), String.valueOf(e.getCause()));
+                closing.get(60, TimeUnit.SECONDS);
+                assertEquals("LIVE 0", send(producer, "LIVE"), "the token went back");
+                producer.kill();
+            }
+            if (td != null) {
+                CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            }
+            removeWhatTheDeadLeft(shm, sender);
+        }
+    }
+
+    /**
+     * A sender killed while the receive waits for the device work it recorded before sending (its
+     * stream held, so the event cannot complete): the receive is refused naming the sender, the
+     * token goes back, the segment closes again, and this process's stream still works. A real
+     * driver never completes a dead process's unfinished event: a stream made to wait for it
+     * stays blocked for good (seen on an H100, driver 580.159), so the receive polls the event
+     * instead, checking the sender's life meanwhile.
+     */
+    @Test
+    void aSenderKilledWhileTheReceiveWaitsForItsWorkIsRefusedAndTheStreamStaysUsable() throws Exception {
+        CudaTestSupport.require();
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            ProcessIdentity sender;
+            try (Refshare rs = Refshare.open(shm.config()); Arena arena = Arena.ofConfined()) {
+                Tensor host;
+                Descriptor d;
+                CompletableFuture<Tensor> receiving;
+                try (ChildJvm producer = consumer(shm)) {
+                    host = rs.receive(shareFrom(producer, "h", HOST_SEED, "host"));
+                    byte[] message = sendBehindAHold(producer);
+                    d = DescriptorCodec.decode(message);
+                    sender = d.sender();
+                    receiving = CompletableFuture.supplyAsync(() -> rs.receive(message));
+                    if (td != null) {
+                        Eventually.await(() -> td.counter("eventNotReady") > 0, "the receive polls the held event");
+                    }
+                    assertEquals("LIVE 2", send(producer, "LIVE"), "the host tensor's and the device block's tokens");
+                    assertFalse(receiving.isDone(), "the receive waits for the held work");
+                    producer.kill();
+                }
+                // a bound against hanging (the old stream wait never ended), not a timing check
+                var e = assertThrows(ExecutionException.class, () -> receiving.get(60, TimeUnit.SECONDS));
+                assertTrue(e.getCause() instanceof RefshareException, String.valueOf(e.getCause()));
+                assertTrue(e.getCause().getMessage().contains("its sender, " + sender + ", died before the device work"),
+                        e.getCause().getMessage());
+                CudaStats s = rs.cuda().stats();
+                assertEquals(1, s.ipcOpens(), "the segment was opened before the wait");
+                assertEquals(1, s.ipcCloses(), "and closed again by the refusal");
+                assertEquals(0, s.openSegments());
+                assertEquals(0, s.eventWaits(), "no wait ended");
+                try (CounterFile counters = CounterFile.open(shm.directory(), d.counterFileName())) {
+                    assertEquals(CounterFileLayout.RELEASED, counters.state(d.slot()), "the token went back");
+                    assertEquals(1, counters.heldBy(ProcessIdentity.current()), "only the host tensor's token");
+                }
+                try (host; Tensor own = rs.allocate(Device.cuda(0), DType.UINT8, BYTES)) {
+                    CudaAcrossProcessesTest.fill(rs, own, 7);
+                    assertEquals(-1, Patterns.firstMismatch(rs.cuda().copyToHost(own, arena), 7),
+                            "this process's stream was never made to wait for the dead sender");
                 }
             }
             if (td != null) {

@@ -97,8 +97,8 @@ class CudaDriverTest {
                     d.eventRecord(event, stream);
                     byte[] eventHandle = d.ipcGetEventHandle(event);
                     assertEquals(64, eventHandle.length);
-                    d.streamWaitEvent(stream, event);
                     d.streamSynchronize(stream);
+                    assertTrue(d.eventQuery(event), "the work recorded in the event has run");
                     d.eventDestroy(event);
                 } finally {
                     d.streamDestroy(stream);

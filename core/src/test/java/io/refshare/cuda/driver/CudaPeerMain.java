@@ -15,10 +15,15 @@ import io.refshare.wire.Backend;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 /**
  * A consumer (and forwarder, or producer) process for the CUDA tests. Args: shm directory, driver
@@ -26,8 +31,9 @@ import java.util.Map;
  * <pre>
  *   MAKE id seed bytes host|cuda  allocate a tensor, write seed's pattern, keep -> MADE id
  *   RECV id seed hex   receive, verify every byte (device: copied to the host), keep -> OK id | BAD id detail
- *   TAKE id hex        receive only, keep; with the double, answers once its stream is blocked
- *                      waiting for the sender's event                     -> TAKEN id pendingOps
+ *   TAKE id hex        receive only, keep, on another thread; with the double, answers once that
+ *                      receive polls the sender's unfinished event  -> WAITING id notReadyPolls (-1: real driver)
+ *   JOINTAKE id        wait for that receive (or HTAKE's acquire)         -> TAKEN id | ERROR ...
  *   VERIFY id seed     verify a kept tensor again                          -> OK id | BAD id detail
  *   FORWARD id         share a kept tensor (received or made) onward       -> FORWARDED hex
  *   REFUSE hex         try to receive, expecting a refusal                 -> REFUSED message | ACCEPTED
@@ -35,14 +41,18 @@ import java.util.Map;
  *   CLOSEASYNC id      close a kept tensor on another thread, answer at once -> CLOSING id
  *   JOIN id            wait for that close to end                          -> CLOSED id | ERROR ...
  *   SET key value      a setting of the test double (nothing against a real driver) -> SET
+ *   HOLD               block this process's stream from now on (the double: its pause; a real
+ *                      driver: a wait for a device word nobody writes, until it exits) -> HELD
+ *   RESUME             end HOLD's pause (the double only)                 -> RESUMED
+ *   QUEUE id seed      queue a write of seed's pattern into a kept device tensor on this
+ *                      process's stream (held by HOLD: it stays queued)   -> QUEUED id
  *   MAPPED host|cuda   segments of other processes mapped/opened now       -> MAPPED n
  *   CUDA               -> CUDA openSegments ipcOpens ipcCloses eventWaits
  *   LIVE               references to this process's memory counted now     -> LIVE n
  *   DOUBLE name...     test double counters (-1 each against a real driver) -> DOUBLE v...
  *   HOPEN name         open a shared holder (one at a time)                 -> HOPENED
  *   HGET id seed       acquire the holder's current version, verify every byte, keep -> OK id | BAD id detail
- *   HTAKE id           acquire only, keep; with the double, answers once its stream is blocked
- *                      waiting for the publisher's event                   -> TAKEN id pendingOps
+ *   HTAKE id           acquire only, keep, on another thread; answers as TAKE -> WAITING id notReadyPolls
  *   HCLOSE             close the holder handle        -> HCLOSED retiredHere anomalies
  *   EXIT               close everything (kept tensors, holder, refshare)   -> BYE
  * </pre>
@@ -62,6 +72,9 @@ public final class CudaPeerMain {
         Map<String, Tensor> kept = new HashMap<>();
         Map<String, Thread> closing = new HashMap<>();
         Map<String, RuntimeException> closeFailures = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, Future<Tensor>> taking = new HashMap<>();
+        ExecutorService background = Executors.newCachedThreadPool(Thread.ofPlatform().daemon().factory());
+        Arena queuedBytes = Arena.ofShared(); // QUEUE's sources, read when the stream gets there
         SharedHolder holder = null;
         try (Refshare rs = Refshare.open(RefshareConfig.defaults().withDirectory(dir));
              BufferedReader in = new BufferedReader(new InputStreamReader(System.in))) {
@@ -83,8 +96,17 @@ public final class CudaPeerMain {
                             yield verify(rs, w[1], t, Long.parseLong(w[2]));
                         }
                         case "TAKE" -> {
-                            kept.put(w[1], rs.receive(hex.parseHex(w[2])));
-                            yield "TAKEN " + w[1] + " " + awaitBlocked(testDouble);
+                            byte[] message = hex.parseHex(w[2]);
+                            taking.put(w[1], background.submit(() -> rs.receive(message)));
+                            yield "WAITING " + w[1] + " " + awaitPolling(testDouble, taking.get(w[1]));
+                        }
+                        case "JOINTAKE" -> {
+                            try {
+                                kept.put(w[1], taking.remove(w[1]).get());
+                            } catch (ExecutionException e) {
+                                throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e);
+                            }
+                            yield "TAKEN " + w[1];
                         }
                         case "VERIFY" -> verify(rs, w[1], kept.get(w[1]), Long.parseLong(w[2]));
                         case "FORWARD" -> "FORWARDED " + hex.formatHex(rs.share(kept.get(w[1])));
@@ -124,6 +146,28 @@ public final class CudaPeerMain {
                             }
                             yield "SET";
                         }
+                        case "HOLD" -> {
+                            if (testDouble != null) {
+                                testDouble.pause(true);
+                            } else {
+                                StreamHold.forever(rs.cuda().stream());
+                            }
+                            yield "HELD";
+                        }
+                        case "RESUME" -> {
+                            if (testDouble == null) {
+                                throw new IllegalStateException("a real driver's HOLD lasts until this process exits");
+                            }
+                            testDouble.pause(false);
+                            yield "RESUMED";
+                        }
+                        case "QUEUE" -> {
+                            Tensor t = kept.get(w[1]);
+                            MemorySegment bytes = queuedBytes.allocate(t.layout().byteSpan());
+                            Patterns.fill(bytes, Long.parseLong(w[2]));
+                            rs.cuda().copyFromHostAsync(bytes, t);
+                            yield "QUEUED " + w[1];
+                        }
                         case "MAPPED" -> "MAPPED " + (w[1].equals("host") ? rs.stats().mappedSegments()
                                 : rs.cuda().stats().openSegments());
                         case "CUDA" -> {
@@ -149,8 +193,9 @@ public final class CudaPeerMain {
                             yield verify(rs, w[1], t, Long.parseLong(w[2]));
                         }
                         case "HTAKE" -> {
-                            kept.put(w[1], acquired(holder));
-                            yield "TAKEN " + w[1] + " " + awaitBlocked(testDouble);
+                            SharedHolder h = holder;
+                            taking.put(w[1], background.submit(() -> acquired(h)));
+                            yield "WAITING " + w[1] + " " + awaitPolling(testDouble, taking.get(w[1]));
                         }
                         case "HCLOSE" -> {
                             SharedHolder.Stats s = holder.stats();
@@ -190,16 +235,19 @@ public final class CudaPeerMain {
         return t;
     }
 
-    /** With the double: waits until this process's stream is blocked on an event; answers the pending operations. */
-    private static long awaitBlocked(TestDouble testDouble) throws InterruptedException {
+    /**
+     * With the double: waits until the receive or acquire {@code pending} polls an unfinished event
+     * (or ends); answers the polls that found it not ready. Against a real driver: -1 at once.
+     */
+    private static long awaitPolling(TestDouble testDouble, Future<Tensor> pending) throws InterruptedException {
         if (testDouble == null) {
             return -1;
         }
         long deadline = System.nanoTime() + 30_000_000_000L; // a bound against hanging, not a timing check
-        while (testDouble.counter("blockedWaits") == 0 && System.nanoTime() < deadline) {
+        while (testDouble.counter("eventNotReady") == 0 && !pending.isDone() && System.nanoTime() < deadline) {
             Thread.sleep(1);
         }
-        return testDouble.pending();
+        return testDouble.counter("eventNotReady");
     }
 
     static String verify(Refshare rs, String id, Tensor t, long seed) {

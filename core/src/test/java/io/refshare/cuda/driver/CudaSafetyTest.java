@@ -296,33 +296,29 @@ class CudaSafetyTest {
 
     /**
      * The producer never frees memory a consumer still has open: a consumer's close waits for its
-     * stream (held here by the producer's unfinished event) with the token still counted, so
+     * stream (held here, with a write into the block queued on it) with the token still counted, so
      * collecting and trimming meanwhile frees nothing; the double records any free under an importer.
      */
     @Test
     void aProducerNeverFreesMemoryAConsumerStillHasOpen() throws InterruptedException {
         try (TempShm shm = new TempShm()) {
-            TestDouble td = testDouble(shm, "hold the producer's stream");
-            try (Refshare rs = Refshare.open(shm.config()); ChildJvm c = consumer(shm);
-                 Arena arena = Arena.ofShared()) {
+            TestDouble td = testDouble(shm, "hold the consumer's stream");
+            try (Refshare rs = Refshare.open(shm.config()); ChildJvm c = consumer(shm)) {
                 Tensor t = rs.allocate(CUDA, DType.UINT8, 64 << 10);
                 fill(rs, t, 1);
-                MemorySegment written = arena.allocate(64 << 10);
-                Patterns.fill(written, 2);
-                td.pause(true);
+                assertEquals("OK t", send(c, "RECV t 1 " + HEX.formatHex(rs.share(t))));
+                assertEquals("HELD", send(c, "HOLD"));
                 try {
-                    rs.cuda().copyFromHostAsync(written, t);
-                    byte[] message = rs.share(t);
-                    send(c, "TAKE t " + HEX.formatHex(message)); // its stream now waits for our event
+                    assertEquals("QUEUED t", send(c, "QUEUE t 2")); // stays queued on the held stream
                     t.close();
-                    assertEquals("CLOSING t", send(c, "CLOSEASYNC t")); // waits for its stream, so for our event
+                    assertEquals("CLOSING t", send(c, "CLOSEASYNC t")); // waits for its stream first
                     Thread.sleep(300);
                     rs.collect();
                     rs.trim();
                     assertEquals(0, td.violations(), td.lastViolation());
                     assertEquals(1, td.counter("liveAllocations"), "still counted: not freed");
                 } finally {
-                    td.pause(false);
+                    assertEquals("RESUMED", send(c, "RESUME"));
                 }
                 assertEquals("CLOSED t", send(c, "JOIN t"));
                 assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
