@@ -28,6 +28,7 @@ import java.nio.file.Path;
 import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
@@ -58,6 +59,8 @@ class CudaDeadSenderTest {
     private static final long BYTES = 64 << 10;
     private static final long HOST_SEED = 30;
     private static final long DEVICE_SEED = 31;
+    /** Each task on a thread of its own: the common pool may have one worker, which a waiting receive takes. */
+    private static final Executor OWN_THREAD = task -> Thread.ofPlatform().daemon().start(task);
 
     /** A tensor of {@code device} made and shared by {@code producer}: the message's bytes. */
     private static byte[] shareFrom(ChildJvm producer, String id, long seed, String device) {
@@ -127,6 +130,20 @@ class CudaDeadSenderTest {
         }
     }
 
+    /**
+     * Waits until a receive started on another thread polls the held event. The double counts the
+     * polls; against a real driver the segment's open (just before the event's) is what shows,
+     * and a moment more lets the receive get to its polling.
+     */
+    private static void awaitPolling(Refshare rs, TestDouble td) throws InterruptedException {
+        Eventually.await(() -> rs.cuda().stats().ipcOpens() == 1, "the receive opens the segment");
+        if (td != null) {
+            Eventually.await(() -> td.counter("eventNotReady") > 0, "the receive polls the held event");
+        } else {
+            Thread.sleep(200);
+        }
+    }
+
     /** A device tensor {@code producer} makes, then holds its stream and sends it: its event cannot complete. */
     private static byte[] sendBehindAHold(ChildJvm producer) {
         assertEquals("MADE t", send(producer, "MAKE t " + DEVICE_SEED + " " + BYTES + " cuda"));
@@ -152,12 +169,10 @@ class CudaDeadSenderTest {
                 Descriptor d = DescriptorCodec.decode(message);
                 sender = d.sender();
                 Refshare rs = Refshare.open(shm.config());
-                CompletableFuture<Tensor> receiving = CompletableFuture.supplyAsync(() -> rs.receive(message));
-                if (td != null) {
-                    Eventually.await(() -> td.counter("eventNotReady") > 0, "the receive polls the held event");
-                }
+                CompletableFuture<Tensor> receiving = CompletableFuture.supplyAsync(() -> rs.receive(message), OWN_THREAD);
+                awaitPolling(rs, td);
                 assertEquals("LIVE 1", send(producer, "LIVE"), "the device block's token, claimed by the receive");
-                CompletableFuture<Void> closing = CompletableFuture.runAsync(rs::close);
+                CompletableFuture<Void> closing = CompletableFuture.runAsync(rs::close, OWN_THREAD);
                 // bounds against hanging, not timing checks: a close that waited for the receive would
                 // hang until the sender is killed at the end
                 var e = assertThrows(ExecutionException.class, () -> receiving.get(60, TimeUnit.SECONDS));
@@ -196,10 +211,8 @@ class CudaDeadSenderTest {
                     byte[] message = sendBehindAHold(producer);
                     d = DescriptorCodec.decode(message);
                     sender = d.sender();
-                    receiving = CompletableFuture.supplyAsync(() -> rs.receive(message));
-                    if (td != null) {
-                        Eventually.await(() -> td.counter("eventNotReady") > 0, "the receive polls the held event");
-                    }
+                    receiving = CompletableFuture.supplyAsync(() -> rs.receive(message), OWN_THREAD);
+                    awaitPolling(rs, td);
                     assertEquals("LIVE 2", send(producer, "LIVE"), "the host tensor's and the device block's tokens");
                     assertFalse(receiving.isDone(), "the receive waits for the held work");
                     producer.kill();
