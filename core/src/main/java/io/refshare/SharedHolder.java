@@ -83,8 +83,8 @@ import java.util.concurrent.atomic.LongAdder;
  * and, as every send of device memory does, an interprocess event recorded on the
  * publisher's stream at the publish (over the live-event cap, the publish synchronizes the
  * stream instead). A reader's acquire opens the segment through the handle (once in its
- * process while any block of it is held) and makes its stream wait for the event, so its
- * work on {@code rs.cuda().stream()} sees what the publisher wrote before publishing; the
+ * process while any block of it is held) and returns once the event has completed (as a
+ * receive does), so its device work sees what the publisher wrote before publishing; the
  * tensor it gets is the publisher's memory, not a copy. Its release waits for that stream
  * and closes the segment if it held its last block, before the count goes back, since the
  * publisher may then free the memory. Unlike host memory, device segments are not kept open
