@@ -8,6 +8,7 @@ import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.wire.Backend;
+import io.refshare.wire.Descriptor;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -15,6 +16,7 @@ import java.nio.file.LinkOption;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * What the receiving side of this process keeps mapped: each sender's segment once, and
@@ -111,7 +113,8 @@ final class ReceiveCache {
     private int idle;
     /** Counts the times a segment became idle: orders them for eviction, least recently used first. */
     private long clock;
-    private final Map<String, OpenCounters> counters = new HashMap<>();
+    /** Written under the lock; read without it only by {@link #heldCounters}, for a file whose token the reader holds. */
+    private final Map<String, OpenCounters> counters = new ConcurrentHashMap<>();
 
     ReceiveCache(ShmDirectory directory) {
         this(directory, MAX_IDLE_SEGMENTS);
@@ -124,12 +127,42 @@ final class ReceiveCache {
 
     /** The counter file of this name, mapped once, counting one more token held from it. */
     synchronized CounterFile holdCounters(String name) {
+        return hold(name);
+    }
+
+    private CounterFile hold(String name) {
         OpenCounters c = counters.get(name);
         if (c == null) {
             c = new OpenCounters(CounterFile.open(directory, name));
             counters.put(name, c);
         }
         c.tokens++;
+        return c.file;
+    }
+
+    /**
+     * For a host block's receive, under one taking of the lock (a receive of a small tensor
+     * paid for three of them): {@link #holdCounters} of {@code d}'s counter file, the check that
+     * its owner is {@code d}'s sender, then {@link #mapSegment} of {@code d}'s segment. On a
+     * failure nothing stays held or mapped. The counter file is {@link #heldCounters}.
+     */
+    synchronized Mapping holdAndMap(Descriptor d) {
+        CounterFile file = hold(d.counterFileName());
+        try {
+            Sharing.checkSender(file, d);
+            return map(d.segmentName(), d.segmentSize(), d.offset());
+        } catch (RuntimeException e) {
+            dropToken(file);
+            throw e;
+        }
+    }
+
+    /** The counter file of this name, which the caller holds a token of (so it stays): no lock taken. */
+    CounterFile heldCounters(String name) {
+        OpenCounters c = counters.get(name);
+        if (c == null) {
+            throw new IllegalStateException("refshare was closed during a receive from " + name);
+        }
         return c.file;
     }
 
@@ -140,6 +173,10 @@ final class ReceiveCache {
 
     /** The segment of this name, mapped once, with one more user. */
     synchronized Mapping mapSegment(String name, long expectedSize, long offset) {
+        return map(name, expectedSize, offset);
+    }
+
+    private Mapping map(String name, long expectedSize, long offset) {
         if (offset < HostBackend.HEADER_BYTES) {
             throw new InvalidDataException("offset " + offset + " points into the header of segment " + name);
         }

@@ -270,16 +270,22 @@ public final class Sharing implements AutoCloseable {
         ensureOpen();
         // the device half first: a process without a driver refuses before anything is taken
         DeviceSharing dev = d.backend() == Backend.CUDA ? device() : null;
-        CounterFile counters = receiveCache.holdCounters(d.counterFileName());
         int tag = rangeTag(d);
+        CounterFile counters;
         ReceivedSegment mapping = null;
+        if (dev == null) {
+            // host memory outlives its sender: the counter file is held, its owner checked and the
+            // segment mapped before the token is taken (one taking of the receive cache's lock), so a
+            // rejected message costs no count; a failure here leaves nothing held
+            mapping = receiveCache.holdAndMap(d);
+            counters = receiveCache.heldCounters(d.counterFileName());
+        } else {
+            counters = receiveCache.holdCounters(d.counterFileName());
+        }
         boolean claimed = false;
         try {
-            if (counters.owner().pid() != d.senderPid() || counters.owner().startTicks() != d.senderStartTicks()) {
-                throw new InvalidDataException("descriptor claims sender pid " + d.senderPid() + " but "
-                        + counters + " belongs to " + counters.owner());
-            }
             if (dev != null) {
+                checkSender(counters, d);
                 // device memory is claimed before it is opened: while the token is ours the sender cannot
                 // free the allocation nor destroy the event, so a stale descriptor (returned, received, its
                 // block freed) never opens either. A descriptor refused after the claim (its sender dead, a
@@ -289,9 +295,6 @@ public final class Sharing implements AutoCloseable {
                 refuseIfSenderDead(counters.owner(), d);
                 mapping = dev.open(d);
             } else {
-                // host memory outlives its sender: everything is checked and mapped before the token is
-                // taken, so a rejected message costs no count
-                mapping = receiveCache.mapSegment(d.segmentName(), d.segmentSize(), d.offset());
                 claimOrThrow(counters, slot, tag);
                 claimed = true;
             }
@@ -362,6 +365,14 @@ public final class Sharing implements AutoCloseable {
             throw new RefshareException("device block of segment " + d.segmentName() + " refused: its sender, "
                     + sender + ", is dead, and device memory and events do not outlive their process; nothing was"
                     + " opened, and the reference goes back");
+        }
+    }
+
+    /** Refuses a descriptor whose sender is not the owner of the counter file it names. */
+    static void checkSender(CounterFile counters, Descriptor d) {
+        if (counters.owner().pid() != d.senderPid() || counters.owner().startTicks() != d.senderStartTicks()) {
+            throw new InvalidDataException("descriptor claims sender pid " + d.senderPid() + " but "
+                    + counters + " belongs to " + counters.owner());
         }
     }
 
