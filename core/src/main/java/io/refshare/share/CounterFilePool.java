@@ -39,7 +39,7 @@ final class CounterFilePool {
 
     /** A counter file of ours and what we know of it without trusting its contents. */
     private static final class OwnFile {
-        /** 16 ints, 64 bytes: element 16 of a 32-int array has a cache line of its own elements. */
+        /** 16 ints are 64 bytes: the cache line of element 16 of a 32-int array holds only that array's elements. */
         static final int RETURNED = 16;
 
         final CounterFile file;

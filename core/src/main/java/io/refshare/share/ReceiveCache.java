@@ -141,8 +141,8 @@ final class ReceiveCache {
     }
 
     /**
-     * For a host block's receive, under one taking of the lock (a receive of a small tensor
-     * paid for three of them): {@link #holdCounters} of {@code d}'s counter file, the check that
+     * For a host block's receive, under one taking of the lock (a small tensor's receive and
+     * release took it three times): {@link #holdCounters} of {@code d}'s counter file, the check that
      * its owner is {@code d}'s sender, then {@link #mapSegment} of {@code d}'s segment. On a
      * failure nothing stays held or mapped. The counter file is {@link #heldCounters}.
      */
