@@ -107,9 +107,9 @@ public final class BenchCommand implements Callable<Integer> {
             Files.writeString(out.resolve(TABLE), table);
             Files.writeString(out.resolve(MARKDOWN), Report.markdown(results));
             Files.writeString(out.resolve(JSON), Report.json(results));
-            LatencyChart.write(results, out.resolve(CHART));
+            boolean charted = ChartFile.write(out.resolve(CHART), file -> LatencyChart.write(results, file), System.err);
             System.out.println("written: " + String.join(", ", out.resolve(JSON).toString(), out.resolve(TABLE).toString(),
-                    out.resolve(MARKDOWN).toString(), out.resolve(CHART).toString()));
+                    out.resolve(MARKDOWN).toString()) + (charted ? ", " + out.resolve(CHART) : ""));
         }
         System.out.flush();
         return results.cleanup().clean() ? 0 : 1;

@@ -114,14 +114,14 @@ final class ScalingBench {
                 List<Point> fanIn = medians(fanInRounds);
                 table.append(rows("fan-out", fanOut)).append(rows("fan-in", fanIn));
                 if (out != null) {
-                    chart(out.resolve("fan-out-" + ByteSize.label(size).replace(" ", "") + ".png"),
-                            "1 producer -> N consumers, " + ByteSize.label(size), "consumer processes", fanOut, false);
-                    chart(out.resolve("fan-in-" + ByteSize.label(size).replace(" ", "") + ".png"),
-                            "N producers -> 1 consumer, " + ByteSize.label(size), "producer processes", fanIn, true);
+                    // the numbers first, after every size: a chart that cannot be drawn loses none of them
+                    Files.writeString(out.resolve("scaling.txt"), table);
+                    String label = ByteSize.label(size);
+                    ChartFile.write(out.resolve("fan-out-" + label.replace(" ", "") + ".png"), file -> chart(file,
+                            "1 producer -> N consumers, " + label, "consumer processes", fanOut, false), log);
+                    ChartFile.write(out.resolve("fan-in-" + label.replace(" ", "") + ".png"), file -> chart(file,
+                            "N producers -> 1 consumer, " + label, "producer processes", fanIn, true), log);
                 }
-            }
-            if (out != null) {
-                Files.writeString(out.resolve("scaling.txt"), table);
             }
             return table.toString();
         } finally {
