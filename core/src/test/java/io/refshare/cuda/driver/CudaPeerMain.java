@@ -97,8 +97,9 @@ public final class CudaPeerMain {
                         }
                         case "TAKE" -> {
                             byte[] message = hex.parseHex(w[2]);
-                            taking.put(w[1], background.submit(() -> rs.receive(message)));
-                            yield "WAITING " + w[1] + " " + awaitPolling(testDouble, taking.get(w[1]));
+                            Future<Tensor> receive = background.submit(() -> rs.receive(message));
+                            taking.put(w[1], receive);
+                            yield "WAITING " + w[1] + " " + awaitPolling(testDouble, receive);
                         }
                         case "JOINTAKE" -> {
                             try {
@@ -194,8 +195,9 @@ public final class CudaPeerMain {
                         }
                         case "HTAKE" -> {
                             SharedHolder h = holder;
-                            taking.put(w[1], background.submit(() -> acquired(h)));
-                            yield "WAITING " + w[1] + " " + awaitPolling(testDouble, taking.get(w[1]));
+                            Future<Tensor> acquire = background.submit(() -> acquired(h));
+                            taking.put(w[1], acquire);
+                            yield "WAITING " + w[1] + " " + awaitPolling(testDouble, acquire);
                         }
                         case "HCLOSE" -> {
                             SharedHolder.Stats s = holder.stats();
