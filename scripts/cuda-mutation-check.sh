@@ -64,6 +64,7 @@ MUTATIONS=(
 "unknown-sender-refused|$S|directory.verdict(sender) == Verdict.DEAD|directory.verdict(sender) != Verdict.ALIVE|CudaDeadSenderTest#aSenderNotKnownToBeDeadIsNotRefused"
 "wait-without-verdict|$C/CudaSharing.java|                if (directory.verdict(d.sender()) == Verdict.DEAD) {|                if (false) {|CudaDeadSenderTest#aSenderKilledWhileTheReceiveWaitsForItsWorkIsRefusedAndTheStreamStaysUsable"
 "close-keeps-waiting|$C/CudaSharing.java|            if (closing) {|            if (false) {|CudaDeadSenderTest#closingEndsAReceiveThatWaitsForALiveSendersWork"
+"interrupt-ignored|$C/CudaSharing.java|            if (Thread.interrupted()) {|            if (false) {|CudaDeadSenderTest#anInterruptEndsAReceiveThatWaitsForALiveSendersWork"
 )
 
 missed=0

@@ -30,6 +30,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 
 import static io.refshare.cuda.driver.CudaAcrossProcessesTest.consumer;
@@ -178,6 +180,48 @@ class CudaDeadSenderTest {
                 var e = assertThrows(ExecutionException.class, () -> receiving.get(60, TimeUnit.SECONDS));
                 assertTrue(e.getCause().getMessage().contains("is closing"), String.valueOf(e.getCause()));
                 closing.get(60, TimeUnit.SECONDS);
+                assertEquals("LIVE 0", send(producer, "LIVE"), "the token went back");
+                producer.kill();
+            }
+            if (td != null) {
+                CudaDriverTest.assertNoDeviceObjectsLeft(td);
+            }
+            removeWhatTheDeadLeft(shm, sender);
+        }
+    }
+
+    /**
+     * An interrupt ends a receive that waits for a live sender's work (held for good here): the
+     * receive fails, the thread keeps its interrupt status, and the token goes back.
+     */
+    @Test
+    void anInterruptEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
+        CudaTestSupport.require();
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = testDouble(shm);
+            ProcessIdentity sender;
+            try (ChildJvm producer = consumer(shm); Refshare rs = Refshare.open(shm.config())) {
+                byte[] message = sendBehindAHold(producer);
+                sender = DescriptorCodec.decode(message).sender();
+                AtomicReference<Throwable> failure = new AtomicReference<>();
+                AtomicBoolean stillInterrupted = new AtomicBoolean();
+                Thread receiver = Thread.ofPlatform().daemon().start(() -> {
+                    try {
+                        rs.receive(message).close();
+                    } catch (Throwable t) {
+                        failure.set(t);
+                        stillInterrupted.set(Thread.currentThread().isInterrupted());
+                    }
+                });
+                awaitPolling(rs, td);
+                receiver.interrupt();
+                receiver.join(60_000); // a bound against hanging, not a timing check
+                assertFalse(receiver.isAlive(), "the interrupt ended the wait");
+                assertTrue(failure.get() instanceof RefshareException, String.valueOf(failure.get()));
+                assertTrue(failure.get().getMessage().startsWith("interrupted while waiting for the device work"),
+                        failure.get().getMessage());
+                assertTrue(stillInterrupted.get(), "the thread's interrupt status is kept");
+                assertEquals(0, rs.cuda().stats().openSegments());
                 assertEquals("LIVE 0", send(producer, "LIVE"), "the token went back");
                 producer.kill();
             }
