@@ -56,9 +56,7 @@ final class CounterFilePool {
          * to the collector's core and back for each token).
          */
         final AtomicIntegerArray returned = new AtomicIntegerArray(2 * RETURNED);
-        /** Its last slot was handed out: no more will be. */
-        boolean retired;
-        /** The tokens it handed out, set when it retires (before its last token goes out); -1 before. */
+        /** The tokens it handed out, set when it retires (before its last token goes out); -1 until then. */
         volatile int finalCount = -1;
         volatile boolean damaged;
 
@@ -127,7 +125,6 @@ final class CounterFilePool {
     /** No more tokens from {@code f}; the next starts a new file. */
     private void retire(OwnFile f) {
         f.finalCount = f.file.handedOut();
-        f.retired = true;
         current = null;
     }
 
@@ -235,7 +232,7 @@ final class CounterFilePool {
         if (closed || f.damaged) {
             return;
         }
-        if (f.retired && outstanding(f) == 0 && byId[f.id] == f) {
+        if (f.finalCount >= 0 && outstanding(f) == 0 && byId[f.id] == f) {
             forget(f);
             f.file.unlink();
             if (f.file == pinned) {
