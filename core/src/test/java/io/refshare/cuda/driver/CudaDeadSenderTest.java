@@ -155,73 +155,44 @@ class CudaDeadSenderTest {
         return message;
     }
 
-    /**
-     * Closing this process's refshare ends a receive that waits for a live sender's work (held
-     * for good here): the receive fails, its token goes back, and the close returns. The sender
-     * is killed after (a real driver's hold lasts until its process exits).
-     */
-    @Test
-    void closingEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
-        CudaTestSupport.require();
-        try (TempShm shm = new TempShm()) {
-            TestDouble td = testDouble(shm);
-            ProcessIdentity sender;
-            try (ChildJvm producer = consumer(shm)) {
-                byte[] message = sendBehindAHold(producer);
-                Descriptor d = DescriptorCodec.decode(message);
-                sender = d.sender();
-                Refshare rs = Refshare.open(shm.config());
-                CompletableFuture<Tensor> receiving = CompletableFuture.supplyAsync(() -> rs.receive(message), OWN_THREAD);
-                awaitPolling(rs, td);
-                assertEquals("LIVE 1", send(producer, "LIVE"), "the device block's token, claimed by the receive");
-                CompletableFuture<Void> closing = CompletableFuture.runAsync(rs::close, OWN_THREAD);
-                // bounds against hanging, not timing checks: a close that waited for the receive would
-                // hang until the sender is killed at the end
-                var e = assertThrows(ExecutionException.class, () -> receiving.get(60, TimeUnit.SECONDS));
-                assertTrue(e.getCause().getMessage().contains("is closing"), String.valueOf(e.getCause()));
-                closing.get(60, TimeUnit.SECONDS);
-                assertEquals("LIVE 0", send(producer, "LIVE"), "the token went back");
-                producer.kill();
-            }
-            if (td != null) {
-                CudaDriverTest.assertNoDeviceObjectsLeft(td);
-            }
-            removeWhatTheDeadLeft(shm, sender);
-        }
+    /** How a test ends a receive that waits for a live sender's held work. */
+    private interface EndTheWait {
+        void end(Refshare rs, Thread receiver) throws Exception;
+    }
+
+    /** What a receive ended by an {@link EndTheWait} failed with, and whether its thread was still interrupted. */
+    private record EndedReceive(Throwable failure, boolean interrupted) {
     }
 
     /**
-     * An interrupt ends a receive that waits for a live sender's work (held for good here): the
-     * receive fails, the thread keeps its interrupt status, and the token goes back.
+     * A receive of a device block whose live sender holds its stream for good, on a thread of its
+     * own, ended by {@code end} once it polls the event; checks that it ended and that its token
+     * went back, then kills the sender (a real driver's hold lasts until its process exits) and
+     * checks that nothing is left.
      */
-    @Test
-    void anInterruptEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
+    private static EndedReceive aWaitingReceiveEndedBy(EndTheWait end) throws Exception {
         CudaTestSupport.require();
         try (TempShm shm = new TempShm()) {
             TestDouble td = testDouble(shm);
             ProcessIdentity sender;
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            AtomicBoolean interrupted = new AtomicBoolean();
             try (ChildJvm producer = consumer(shm); Refshare rs = Refshare.open(shm.config())) {
                 byte[] message = sendBehindAHold(producer);
                 sender = DescriptorCodec.decode(message).sender();
-                AtomicReference<Throwable> failure = new AtomicReference<>();
-                AtomicBoolean stillInterrupted = new AtomicBoolean();
                 Thread receiver = Thread.ofPlatform().daemon().start(() -> {
                     try {
                         rs.receive(message).close();
                     } catch (Throwable t) {
                         failure.set(t);
-                        stillInterrupted.set(Thread.currentThread().isInterrupted());
+                        interrupted.set(Thread.currentThread().isInterrupted());
                     }
                 });
                 awaitPolling(rs, td);
-                receiver.interrupt();
+                assertEquals("LIVE 1", send(producer, "LIVE"), "the device block's token, claimed by the receive");
+                end.end(rs, receiver);
                 receiver.join(60_000); // a bound against hanging, not a timing check
-                assertFalse(receiver.isAlive(), "the interrupt ended the wait");
-                assertTrue(failure.get() instanceof RefshareException, String.valueOf(failure.get()));
-                assertTrue(failure.get().getMessage().startsWith("interrupted while waiting for the device work"),
-                        failure.get().getMessage());
-                assertTrue(stillInterrupted.get(), "the thread's interrupt status is kept");
-                assertEquals(0, rs.cuda().stats().openSegments());
+                assertFalse(receiver.isAlive(), "the wait ended");
                 assertEquals("LIVE 0", send(producer, "LIVE"), "the token went back");
                 producer.kill();
             }
@@ -229,7 +200,32 @@ class CudaDeadSenderTest {
                 CudaDriverTest.assertNoDeviceObjectsLeft(td);
             }
             removeWhatTheDeadLeft(shm, sender);
+            return new EndedReceive(failure.get(), interrupted.get());
         }
+    }
+
+    /** Closing this process's refshare ends a receive that waits for a live sender's work, and the close returns. */
+    @Test
+    void closingEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
+        // a bound against hanging, not a timing check: a close that waited for the receive would
+        // hang until the sender is killed at the end
+        EndedReceive ended = aWaitingReceiveEndedBy((rs, receiver) ->
+                CompletableFuture.runAsync(rs::close, OWN_THREAD).get(60, TimeUnit.SECONDS));
+        assertTrue(ended.failure().getMessage().contains("is closing"), String.valueOf(ended.failure()));
+    }
+
+    /** An interrupt ends a receive that waits for a live sender's work; the thread keeps its interrupt status. */
+    @Test
+    void anInterruptEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
+        EndedReceive ended = aWaitingReceiveEndedBy((rs, receiver) -> {
+            receiver.interrupt();
+            receiver.join(60_000); // a bound against hanging, not a timing check
+            assertEquals(0, rs.cuda().stats().openSegments());
+        });
+        assertTrue(ended.failure() instanceof RefshareException, String.valueOf(ended.failure()));
+        assertTrue(ended.failure().getMessage().startsWith("interrupted while waiting for the device work"),
+                ended.failure().getMessage());
+        assertTrue(ended.interrupted(), "the thread's interrupt status is kept");
     }
 
     /**

@@ -70,8 +70,7 @@ public final class CudaPeerMain {
         }
         HexFormat hex = HexFormat.of();
         Map<String, Tensor> kept = new HashMap<>();
-        Map<String, Thread> closing = new HashMap<>();
-        Map<String, RuntimeException> closeFailures = new java.util.concurrent.ConcurrentHashMap<>();
+        Map<String, Future<Void>> closing = new HashMap<>();
         Map<String, Future<Tensor>> taking = new HashMap<>();
         ExecutorService background = Executors.newCachedThreadPool(Thread.ofPlatform().daemon().factory());
         Arena queuedBytes = Arena.ofShared(); // QUEUE's sources, read when the stream gets there
@@ -102,11 +101,7 @@ public final class CudaPeerMain {
                             yield "WAITING " + w[1] + " " + awaitPolling(testDouble, receive);
                         }
                         case "JOINTAKE" -> {
-                            try {
-                                kept.put(w[1], taking.remove(w[1]).get());
-                            } catch (ExecutionException e) {
-                                throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e);
-                            }
+                            kept.put(w[1], joined(taking.remove(w[1])));
                             yield "TAKEN " + w[1];
                         }
                         case "VERIFY" -> verify(rs, w[1], kept.get(w[1]), Long.parseLong(w[2]));
@@ -124,21 +119,14 @@ public final class CudaPeerMain {
                         }
                         case "CLOSEASYNC" -> {
                             Tensor t = kept.remove(w[1]);
-                            closing.put(w[1], Thread.ofPlatform().start(() -> {
-                                try {
-                                    t.close();
-                                } catch (RuntimeException e) {
-                                    closeFailures.put(w[1], e);
-                                }
+                            closing.put(w[1], background.submit(() -> {
+                                t.close();
+                                return null;
                             }));
                             yield "CLOSING " + w[1];
                         }
                         case "JOIN" -> {
-                            closing.remove(w[1]).join();
-                            RuntimeException failure = closeFailures.remove(w[1]);
-                            if (failure != null) {
-                                throw failure;
-                            }
+                            joined(closing.remove(w[1]));
                             yield "CLOSED " + w[1];
                         }
                         case "SET" -> {
@@ -225,6 +213,15 @@ public final class CudaPeerMain {
                     return;
                 }
             }
+        }
+    }
+
+    /** What {@code pending} gave, once it ends; its failure rethrown as it was. */
+    private static <T> T joined(Future<T> pending) throws InterruptedException {
+        try {
+            return pending.get();
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
         }
     }
 
