@@ -107,16 +107,29 @@ final class Limbo {
     /**
      * Collects, then waits until the blocks that collections in other threads took out are
      * disposed of too, so that on return the limbo holds only blocks still in use. For
-     * callers that then look at the limbo or the allocator; never from the allocator's miss
-     * path, where waiting for a disposal that needs the allocator would deadlock (see above).
+     * callers that then look at the limbo or the allocator.
      */
     int collectAndSettle() {
+        return collectAndSettle(Long.MAX_VALUE);
+    }
+
+    /**
+     * {@link #collectAndSettle()}, waiting at most {@code maxNanos} for the other collections'
+     * disposals: the allocator's miss path, where a block the background collector is freeing
+     * right now is memory about to come back (without the wait an allocation racing the
+     * collector failed at the cap although its block was being freed). A disposal only updates
+     * the allocator's books under its lock, which the miss path never holds, so the wait ends;
+     * the bound keeps it short whatever a disposal does.
+     */
+    int collectAndSettle(long maxNanos) {
         int freed = collect();
+        long deadline = System.nanoTime() + maxNanos;
         boolean interrupted = false;
         synchronized (this) {
-            while (blocks > waiting.size()) {
+            long left;
+            while (blocks > waiting.size() && (left = deadline - System.nanoTime()) > 0) {
                 try {
-                    wait();
+                    java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }

@@ -42,6 +42,8 @@ import java.util.function.Function;
 public final class Sharing implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Sharing.class.getName());
     private static final byte[] NO_EVENT = new byte[0];
+    /** The longest an allocation's miss waits for blocks another thread's collection is freeing. */
+    static final long MISS_SETTLE_MILLIS = 10;
 
     private final ShmDirectory directory;
     private final CachingAllocator allocator;
@@ -78,7 +80,7 @@ public final class Sharing implements AutoCloseable {
                    Function<Sharing, DeviceSharing> deviceFactory) {
         this.deviceFactory = deviceFactory;
         this.directory = directory;
-        this.allocator = new CachingAllocator(new HostBackend(directory), this::collect, capacityBytes);
+        this.allocator = new CachingAllocator(new HostBackend(directory), this::collectOnMiss, capacityBytes);
         this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile);
         this.receiveCache = new ReceiveCache(directory);
         this.status = StatusFile.create(directory);
@@ -557,10 +559,18 @@ public final class Sharing implements AutoCloseable {
     /**
      * Frees every block in the limbo that no process uses any more; returns how many. Blocks
      * a concurrent collection (the background collector's) is freeing may still count in the
-     * limbo when it returns: this is the allocator's miss path, which must not wait for them.
+     * limbo when it returns.
      */
     public int collect() {
         return limbo.collect();
+    }
+
+    /**
+     * The allocators' miss handler: {@link #collect()}, then up to {@value #MISS_SETTLE_MILLIS} ms
+     * for the blocks a concurrent collection is freeing, which are memory about to come back.
+     */
+    public void collectOnMiss() {
+        limbo.collectAndSettle(MISS_SETTLE_MILLIS * 1_000_000);
     }
 
     /**

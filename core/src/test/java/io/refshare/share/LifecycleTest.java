@@ -188,6 +188,30 @@ class LifecycleTest {
     }
 
     @Test
+    void anAllocationAtTheCapWaitsForTheBlockTheCollectorIsFreeing() {
+        // the release wakes the background collector, which takes the block out of the limbo and
+        // frees it while the allocation below runs its miss path: the miss must wait for it
+        try (TempShm shm = new TempShm();
+             Refshare producer = Refshare.open(shm.config().withCapacityBytes(8 << 20));
+             Refshare consumer = Refshare.open(shm.config())) {
+            for (int round = 0; round < 400; round++) {
+                Tensor held;
+                try (Tensor t = producer.allocateBytes(6 << 20)) {
+                    held = consumer.receive(producer.share(t));
+                }
+                held.close();
+                long until = System.nanoTime() + (round % 100) * 5_000; // sweeps the collector's wake-up
+                while (System.nanoTime() < until) {
+                    Thread.onSpinWait();
+                }
+                try (Tensor again = producer.allocateBytes(6 << 20)) {
+                    assertEquals(6 << 20, again.data().byteSize(), "round " + round);
+                }
+            }
+        }
+    }
+
+    @Test
     void hostileDescriptorsAreRejectedBeforeAnythingIsOpened() {
         try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
              Refshare consumer = Refshare.open(shm.config()); Tensor t = producer.allocateBytes(4096)) {

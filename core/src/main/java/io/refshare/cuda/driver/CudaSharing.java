@@ -129,7 +129,7 @@ public final class CudaSharing implements DeviceSharing {
             }
             return new CudaSharing(config, sharing.directory(), context, stream,
                     new CudaBackend(context, sharing.directory()),
-                    sharing::collect);
+                    sharing::collectOnMiss);
         } catch (RuntimeException e) {
             try {
                 context.close();
