@@ -5,7 +5,8 @@ package io.refshare.share;
  * reclaims the tokens of holders that died (DEAD by the directory's life files; UNKNOWN counts
  * as alive) and frees their peer entries, so a killed consumer's memory comes back well
  * within a second; runs the {@link Sharing#addHousekeeping housekeeping tasks} (holders
- * reclaiming their dead readers); unmaps idle received segments their senders removed; and
+ * reclaiming their dead readers); leaves the received counter files their senders retired and
+ * this process holds no token of; unmaps idle received segments their senders removed; and
  * publishes the process's {@link StatusFile}.
  *
  * <p>Why not on the {@link Collector}: these chores run ten times a second, so their code is
@@ -33,6 +34,7 @@ final class Housekeeper implements Runnable {
         while (!sharing.isClosed()) {
             steps.run("reclaiming the references of dead processes", this::reclaimDeadHolders);
             steps.run("housekeeping", sharing::runHousekeeping);
+            steps.run("leaving retired counter files", () -> sharing.receiveCache().leaveIdleRetired());
             steps.run("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
             steps.run("publishing the status file", sharing::publishStatus);
             BackgroundSteps.park(INTERVAL_MILLIS * 1_000_000); // closing unparks it

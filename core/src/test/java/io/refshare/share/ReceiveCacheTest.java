@@ -1,5 +1,6 @@
 package io.refshare.share;
 
+import io.refshare.counter.CounterFile;
 import io.refshare.memory.HostBackend;
 import io.refshare.memory.Segment;
 import io.refshare.testing.TempShm;
@@ -10,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ReceiveCacheTest {
     private static final long SEGMENT_BYTES = 2 * HostBackend.HEADER_BYTES;
@@ -68,6 +70,39 @@ class ReceiveCacheTest {
         } finally {
             cache.close();
             backend.free(idleKept);
+        }
+    }
+
+    @Test
+    void aCounterFileIsLeftOnlyOnceRetiredAndHeldByNoToken() {
+        ReceiveCache cache = new ReceiveCache(shm.directory());
+        CounterFile sent = CounterFile.create(shm.directory(), 8, 4);
+        try {
+            int slot = sent.handOut();
+            CounterFile received = cache.holdCounters(sent.name());
+            assertTrue(received.claim(slot));
+            sent.retire();
+            assertEquals(0, cache.leaveIdleRetired(), "a token is held: the file stays");
+            cache.releaseToken(received, slot);
+            assertEquals(1, cache.mappedCounterFiles(), "a release reads nothing the sender writes: left later");
+            assertEquals(1, cache.leaveIdleRetired(), "retired and no token held: left");
+            assertEquals(0, cache.mappedCounterFiles());
+            assertEquals(0, cache.leaveIdleRetired());
+
+            CounterFile again = CounterFile.create(shm.directory(), 8, 4);
+            try {
+                cache.unholdCounters(cache.holdCounters(again.name()));
+                assertEquals(0, cache.leaveIdleRetired(), "not retired: the sender may hand out more from it");
+                assertEquals(1, cache.mappedCounterFiles());
+            } finally {
+                cache.close();
+                again.unlink();
+                again.close();
+            }
+        } finally {
+            cache.close();
+            sent.unlink();
+            sent.close();
         }
     }
 
