@@ -184,7 +184,9 @@ public final class ShareQueue implements AutoCloseable {
      */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
         Message message = share(tensor, HostMessage.OF_THIS_THREAD.get());
-        offered = true; // a producer from its first real attempt, even one that times out
+        if (!offered) {
+            offered = true; // a producer from its first real attempt, even one that times out (written once: a fence)
+        }
         boolean sent = false;
         try {
             sent = queue.offer(message, timeout, unit);
@@ -223,7 +225,9 @@ public final class ShareQueue implements AutoCloseable {
             messages.forEach(Message::cancel);
             throw e;
         }
-        offered = true;
+        if (!offered) {
+            offered = true;
+        }
         int sent = 0;
         try {
             while (sent < messages.size()) {

@@ -84,8 +84,10 @@ public final class Tensor implements AutoCloseable {
         layout.checkFits(storage.byteSize());
         this.storage = storage;
         this.layout = layout;
-        this.state = storage.isMapping() && LeakDetector.sample()
-                ? LeakDetector.watch(this, storage::release, storage.byteSize()) : null;
+        if (storage.isMapping() && LeakDetector.sample()) {
+            // a release store, and none for the usual null: a volatile store is a full fence on x86
+            STATE.setRelease(this, LeakDetector.watch(this, storage::release, storage.byteSize()));
+        }
     }
 
     /**

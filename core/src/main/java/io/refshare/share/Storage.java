@@ -34,12 +34,14 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
     }
 
     /** In-process references; 0 once released for good. A field, not an AtomicInteger: one object fewer per block. */
-    private volatile int references = 1;
+    private volatile int references;
     final Sharing sharing;
     private volatile SentBlock sent;
 
     Storage(Sharing sharing) {
         this.sharing = sharing;
+        // a release store: a volatile one is a full fence on x86, once per message received
+        REFERENCES.setRelease(this, 1);
     }
 
     /**
