@@ -406,10 +406,11 @@ public final class ShmQueue implements AutoCloseable {
                 if (t == QueueCells.CLOSED) {
                     throw ended();
                 }
-                cells.publish(t, m);
+                cells.publishInBatch(t, m);
                 published++;
             }
             if (published > 0) {
+                QueueCells.fenceBatch(); // before the sleepers are read (QueueCells, "Batches")
                 participants.countOffered(self, published);
                 if (notEmpty.anyoneAsleep()) {
                     notEmpty.signalAll(); // up to a batch of consumers may take now
@@ -444,7 +445,7 @@ public final class ShmQueue implements AutoCloseable {
                     }
                     T result;
                     try {
-                        result = deliverQuietly(h, whileClaimed);
+                        result = deliverQuietly(h, whileClaimed, true);
                     } catch (InvalidDataException rejected) {
                         continue;
                     }
@@ -452,6 +453,7 @@ public final class ShmQueue implements AutoCloseable {
                     sink.accept(result);
                 }
             } finally {
+                QueueCells.fenceBatch(); // before the sleepers are read (QueueCells, "Batches")
                 if (taken > 0) {
                     participants.countTaken(self, taken);
                     if (notFull.anyoneAsleep()) {
@@ -644,7 +646,7 @@ public final class ShmQueue implements AutoCloseable {
     <T> T deliver(long position, Incoming<T> whileClaimed) {
         T result;
         try {
-            result = deliverQuietly(position, whileClaimed);
+            result = deliverQuietly(position, whileClaimed, false);
         } finally {
             // the cell is free again, or given back; a crowded queue's producer is woken only once
             // half the cells are free (CrowdedConsumers), and the head and tail lines are read for
@@ -660,8 +662,11 @@ public final class ShmQueue implements AutoCloseable {
         return result;
     }
 
-    /** {@link #deliver} without the counts and the producers' wake-up: the batch pays those once. */
-    private <T> T deliverQuietly(long position, Incoming<T> whileClaimed) {
+    /**
+     * {@link #deliver} without the counts and the producers' wake-up: the batch pays those once,
+     * and its cells are freed without a fence each when {@code inBatch} (the batch fences once).
+     */
+    private <T> T deliverQuietly(long position, Incoming<T> whileClaimed, boolean inBatch) {
         boolean givenBack = false;
         try {
             int length;
@@ -679,7 +684,9 @@ public final class ShmQueue implements AutoCloseable {
             givenBack = true; // the cell is no longer ours to free, whether or not the give-back took
             throw cannotTakeNow;
         } finally {
-            if (!givenBack) {
+            if (!givenBack && inBatch) {
+                cells.freeCellInBatch(position);
+            } else if (!givenBack) {
                 cells.freeCell(position);
             }
         }

@@ -17,6 +17,10 @@ final class CellsFixture {
 
     final QueueCells first;
     final QueueCells second;
+    /** The queue's two signals, and participant entry 1's offset (the waiter's, in the tests). */
+    final QueueSignal notEmpty;
+    final QueueSignal notFull;
+    final long waiterEntry;
 
     CellsFixture(int capacity) {
         Geometry g = Geometry.of(capacity, MESSAGE_BYTES, 2);
@@ -24,6 +28,9 @@ final class CellsFixture {
         g.initialize(m, ProcessIdentity.current(), 0);
         first = new QueueCells(m, g, 0, "jcstress");
         second = new QueueCells(m, g, 1, "jcstress");
+        notEmpty = QueueSignal.notEmpty(m);
+        notFull = QueueSignal.notFull(m);
+        waiterEntry = g.participantOffset(1);
     }
 
     static long deadline() {
