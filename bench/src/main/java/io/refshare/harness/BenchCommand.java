@@ -46,9 +46,14 @@ public final class BenchCommand implements Callable<Integer> {
                     + "(default: from the size, fewer for large ones)")
     int iterations;
 
-    @Option(names = "--warmup", paramLabel = "N", description = "ping-pong rounds of each kind before measuring, "
-            + "so both JVMs have compiled their hot paths (default: 20000, with --quick 5000)")
+    @Option(names = "--warmup", paramLabel = "N", description = "ping-pong rounds of each kind in a warm-up pass "
+            + "(streams: five times as many), so both JVMs have compiled their hot paths (default: 20000, with --quick 5000)")
     Integer warmup;
+
+    @Option(names = "--warmup-seconds", paramLabel = "S", description = "repeat the warm-up passes (refshare and "
+            + "socket kinds, then the Agrona ring's) until S seconds have passed; 0 runs one pass (default: 10, "
+            + "with --quick 3)")
+    Integer warmupSeconds;
 
     @Option(names = "--out", paramLabel = "DIR", description = "also write DIR/results.json (raw numbers), "
             + "DIR/table.txt (the table), DIR/table.md (the table as Markdown) and DIR/latency.png (p50 latency "
@@ -86,7 +91,7 @@ public final class BenchCommand implements Callable<Integer> {
             return io.refshare.ucx.bench.CrossHostBench.report(sizes, System.out);
         }
         if (scaling) {
-            Settings s = new Settings(sizes != null ? sizes : List.of(1L << 10, 1L << 20), false, 0, 0, directory, prefix,
+            Settings s = new Settings(sizes != null ? sizes : List.of(1L << 10, 1L << 20), false, 0, 0, 0, directory, prefix,
                     false, false);
             if (out != null) {
                 Files.createDirectories(out);
@@ -96,7 +101,8 @@ public final class BenchCommand implements Callable<Integer> {
             return 0;
         }
         Settings settings = new Settings(sizes != null ? sizes : quick ? QUICK_SIZES : FULL_SIZES, quick, iterations,
-                warmup != null ? warmup : quick ? 5_000 : 20_000, directory, prefix, !noTorch, !noPython);
+                warmup != null ? warmup : quick ? 5_000 : 20_000,
+                warmupSeconds != null ? warmupSeconds : quick ? 3 : 10, directory, prefix, !noTorch, !noPython);
         if (out != null) {
             Files.createDirectories(out); // fail before a run of minutes, not after
         }

@@ -16,6 +16,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One benchmark run: this process is the producer, one child JVM the consumer, and every
@@ -101,21 +102,30 @@ final class Benchmark {
                 new BenchResults.Cleanup(consumerExit, python.exit(), limboEmpty, left), System.nanoTime() - started);
     }
 
-    /** Runs every kind of exchange once, unmeasured, so that both JVMs compile their hot paths first. */
+    /**
+     * Runs every kind of exchange, unmeasured, pass after pass for {@link Settings#warmupSeconds}, so
+     * that both JVMs have compiled their hot paths before anything is measured.
+     */
     private void warmUp(RefshareBench refshare, SocketBench socket, long size) throws IOException, InterruptedException {
         int rounds = settings.warmup();
         if (rounds == 0) {
             return;
         }
-        log.printf(Locale.ROOT, "warming up both JVMs: %,d ping-pong rounds and %,d streamed messages of %s per kind%n",
-                rounds, 5L * rounds, ByteSize.label(size));
-        for (Mode mode : Mode.values()) {
-            refshare.pingPong(size, mode, 0, rounds);
-            refshare.stream(size, mode, 1, 5 * rounds, 64);
-        }
-        refshare.streamBatches(size, Measurement.BATCH_SIZE, 1, 5 * rounds, 64);
-        socket.pingPong(size, 0, rounds);
-        socket.stream(size, 1, 5 * rounds);
+        log.printf(Locale.ROOT, "warming up both JVMs for %d s: passes of %,d ping-pong rounds and %,d streamed "
+                + "messages of %s per kind%n", settings.warmupSeconds(), rounds, 5L * rounds, ByteSize.label(size));
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
+        do {
+            for (Mode mode : Mode.values()) {
+                refshare.pingPong(size, mode, 0, rounds);
+                refshare.stream(size, mode, 1, 5 * rounds, 64);
+            }
+            refshare.streamBatches(size, Measurement.BATCH_SIZE, 1, 5 * rounds, 64);
+            RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
+            spinning.pingPong(size, Mode.REUSE, 0, rounds);
+            spinning.stream(size, Mode.REUSE, 1, 5 * rounds, 64);
+            socket.pingPong(size, 0, rounds);
+            socket.stream(size, 1, 5 * rounds);
+        } while (System.nanoTime() - until < 0);
     }
 
     private void measure(RefshareBench refshare, SocketBench socket, SizePlan p) throws IOException, InterruptedException {
@@ -154,6 +164,17 @@ final class Benchmark {
             return;
         }
         try (AgronaBench agrona = AgronaBench.start(settings.directory())) {
+            // its own pair of JVMs: warmed up as long as refshare's, at the smallest size
+            long size = fitting.getFirst().size();
+            int rounds = settings.warmup();
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
+            while (rounds > 0) {
+                agrona.pingPong(size, 0, rounds);
+                agrona.stream(size, 1, 5 * rounds);
+                if (System.nanoTime() - until >= 0) {
+                    break;
+                }
+            }
             for (SizePlan p : fitting) {
                 add(new Measurement(p.size(), AgronaBench.SYSTEM, false,
                         agrona.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds()),

@@ -37,6 +37,9 @@ final class Report {
         line(s, "            at most 64 messages and 1 GiB; socket: %s).", socketWindow);
         line(s, "            GB/s = 10^9 bytes made readable per second: refshare maps the producer's memory, the");
         line(s, "            socket copies every byte.");
+        line(s, "warm-up     before anything is measured, every kind ran unmeasured for %d s (the Agrona ring's JVMs",
+                r.settings().warmupSeconds());
+        line(s, "            too), so the compilers had finished; each row also streams a tenth of its messages first.");
         s.append('\n');
         String header = String.format(Locale.ROOT, "%-9s %-34s %9s %9s %9s %12s %10s %12s %12s", "size", "system",
                 "p50 us", "p90 us", "p99 us", "tensors/s", "GB/s", "p50 vs copy", "tput vs copy");
@@ -211,7 +214,8 @@ final class Report {
                 .endObject();
         Settings st = r.settings();
         j.newline().name("settings").beginObject().field("quick", st.quick()).field("iterations", st.iterations())
-                .field("warmup_rounds", st.warmup()).field("directory", st.directory().toString()).endObject();
+                .field("warmup_rounds", st.warmup()).field("warmup_seconds", st.warmupSeconds())
+                .field("directory", st.directory().toString()).endObject();
         j.newline().name("plans").beginArray();
         for (SizePlan p : r.plans()) {
             j.newline().beginObject().field("size_bytes", p.size()).field("ping_pong_warmup", p.pingPongWarmup())

@@ -11,14 +11,17 @@ import java.util.List;
  * @param sizes      payload sizes in bytes, in table order
  * @param quick      smaller counts (see {@link SizePlan})
  * @param iterations measured rounds and messages per size and system; 0 lets the size decide
- * @param warmup     ping-pong rounds of each kind run once before anything is measured, so both
- *                   JVMs have compiled their hot paths (streams warm up with five times as many)
+ * @param warmup     ping-pong rounds of each kind in one warm-up pass, run before anything is measured
+ *                   so that both JVMs have compiled their hot paths (streams warm up with five times as many)
+ * @param warmupSeconds warm-up passes repeat until this long has passed (at least one pass): on two
+ *                   CPUs the compilers share them with the two busy processes, and a 1 KiB stream took
+ *                   5 to 8 s to reach its steady rate
  * @param torch      also measure torch.multiprocessing when {@code /usr/bin/python3} has torch
  * @param python     also measure Java -> Python and Python -> Java when {@code /usr/bin/python3} imports
  *                   the refshare package
  */
-record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, Path directory, String prefix,
-                boolean torch, boolean python) {
+record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, int warmupSeconds, Path directory,
+                String prefix, boolean torch, boolean python) {
 
     Settings {
         sizes = sizes.stream().distinct().toList();
@@ -35,6 +38,9 @@ record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, Pat
         }
         if (warmup < 0) {
             throw new IllegalArgumentException("--warmup must not be negative, was " + warmup);
+        }
+        if (warmupSeconds < 0) {
+            throw new IllegalArgumentException("--warmup-seconds must not be negative, was " + warmupSeconds);
         }
     }
 
