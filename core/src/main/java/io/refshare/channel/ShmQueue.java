@@ -390,6 +390,9 @@ public final class ShmQueue implements AutoCloseable {
      *         queue filled up
      * @throws QueueClosedException if the queue is closed, or this handle was closed, before
      *         the first message of the batch was published
+     * @throws IllegalArgumentException if the first message is larger than the cells (a later
+     *         one ends the batch before it, so that what was published is returned, and the next
+     *         call refuses it)
      */
     public int offerAvailable(List<? extends Outgoing> messages, int from) {
         enter();
@@ -398,7 +401,11 @@ public final class ShmQueue implements AutoCloseable {
             long now = System.nanoTime();
             int published = 0;
             for (int i = from; i < messages.size(); i++) {
-                Outgoing m = checkSize(messages.get(i));
+                Outgoing m = messages.get(i);
+                if (published > 0 && m.byteSize() > maxMessageBytes) {
+                    break; // the caller counts the published ones; its next call refuses this one first
+                }
+                checkSize(m);
                 long t = claimWritable(now);
                 if (t == QueueCells.NO_ROOM || (t == QueueCells.CLOSED && published > 0)) {
                     break;

@@ -4,6 +4,7 @@ import io.refshare.observe.Events;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Storages the sender no longer uses but some consumer still does. {@link #collect()}
@@ -129,7 +130,7 @@ final class Limbo {
             long left;
             while (blocks > waiting.size() && (left = deadline - System.nanoTime()) > 0) {
                 try {
-                    java.util.concurrent.TimeUnit.NANOSECONDS.timedWait(this, left);
+                    TimeUnit.NANOSECONDS.timedWait(this, left);
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }

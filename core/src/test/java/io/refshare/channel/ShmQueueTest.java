@@ -67,6 +67,21 @@ class ShmQueueTest {
     }
 
     @Test
+    void aBatchEndsBeforeAnOversizedMessageAndTheNextCallRefusesIt() {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 100)) {
+            List<Outgoing> batch = List.of(Outgoing.of(new byte[] {1}), Outgoing.of(new byte[] {2}),
+                    Outgoing.of(new byte[101]), Outgoing.of(new byte[] {4}));
+            assertEquals(2, q.offerAvailable(batch, 0), "the two before it published, and counted by the caller");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> q.offerAvailable(batch, 2));
+            assertTrue(e.getMessage().contains("101 bytes exceeds"), e.getMessage());
+            assertEquals(2, q.stats().size(), "nothing published by the refused call");
+            assertArrayEquals(new byte[] {1}, q.poll());
+            assertArrayEquals(new byte[] {2}, q.poll());
+            assertNull(q.poll());
+        }
+    }
+
+    @Test
     void aFullQueueRefusesUntilAConsumerMakesRoom() throws Exception {
         try (ShmQueue q = ShmQueue.create(dir, 2, 32)) {
             assertTrue(q.offer(new byte[] {1}));
