@@ -74,11 +74,18 @@ class CudaDeadSenderTest {
     private record FromTheDead(Tensor host, byte[] message) {
     }
 
-    /** A child shares a host tensor (received here, and held) and a device tensor (its message kept), then is killed. */
+    /**
+     * A child shares a host tensor (received here, and held) and a device tensor (its message kept),
+     * then is killed once its device work is done (it read the tensor back, which waits for its
+     * stream): a record left pending by a killed process never completes, and a receive from a
+     * sender that is not known to be dead waits for it (tests of work left pending kill the sender
+     * on purpose, with its streams held).
+     */
     private static FromTheDead shareThenDie(Refshare rs, TempShm shm) {
         try (ChildJvm producer = consumer(shm)) {
             Tensor host = rs.receive(shareFrom(producer, "h", HOST_SEED, "host"));
             byte[] message = shareFrom(producer, "t", DEVICE_SEED, "cuda");
+            assertEquals("OK t", send(producer, "VERIFY t " + DEVICE_SEED), "the sender's work is done");
             producer.kill();
             return new FromTheDead(host, message);
         }
