@@ -184,9 +184,7 @@ public final class ShareQueue implements AutoCloseable {
      */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
         Message message = share(tensor, HostMessage.OF_THIS_THREAD.get());
-        if (!offered) {
-            offered = true; // a producer from its first real attempt, even one that times out (written once: a fence)
-        }
+        markOffered(); // a producer from its first real attempt, even one that times out
         boolean sent = false;
         try {
             sent = queue.offer(message, timeout, unit);
@@ -225,9 +223,7 @@ public final class ShareQueue implements AutoCloseable {
             messages.forEach(Message::cancel);
             throw e;
         }
-        if (!offered) {
-            offered = true;
-        }
+        markOffered();
         int sent = 0;
         try {
             while (sent < messages.size()) {
@@ -241,6 +237,13 @@ public final class ShareQueue implements AutoCloseable {
                 messages.get(i).cancel();
             }
             messages.forEach(Message::done);
+        }
+    }
+
+    /** This handle is on the producer side from now on; written once (a volatile store is a fence, every put). */
+    private void markOffered() {
+        if (!offered) {
+            offered = true;
         }
     }
 

@@ -113,8 +113,7 @@ final class Benchmark {
         }
         log.printf(Locale.ROOT, "warming up both JVMs for %d s: passes of %,d ping-pong rounds and %,d streamed "
                 + "messages of %s per kind%n", settings.warmupSeconds(), rounds, 5L * rounds, ByteSize.label(size));
-        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
-        do {
+        repeatForTheWarmUp(() -> {
             for (Mode mode : Mode.values()) {
                 refshare.pingPong(size, mode, 0, rounds);
                 refshare.stream(size, mode, 1, 5 * rounds, 64);
@@ -125,6 +124,19 @@ final class Benchmark {
             spinning.stream(size, Mode.REUSE, 1, 5 * rounds, 64);
             socket.pingPong(size, 0, rounds);
             socket.stream(size, 1, 5 * rounds);
+        });
+    }
+
+    /** One unmeasured pass over some kinds of exchange. */
+    private interface WarmUpPass {
+        void run() throws IOException, InterruptedException;
+    }
+
+    /** Runs {@code pass}, then again until {@link Settings#warmupSeconds} have passed since the first. */
+    private void repeatForTheWarmUp(WarmUpPass pass) throws IOException, InterruptedException {
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
+        do {
+            pass.run();
         } while (System.nanoTime() - until < 0);
     }
 
@@ -167,13 +179,11 @@ final class Benchmark {
             // its own pair of JVMs: warmed up as long as refshare's, at the smallest size
             long size = fitting.getFirst().size();
             int rounds = settings.warmup();
-            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
-            while (rounds > 0) {
-                agrona.pingPong(size, 0, rounds);
-                agrona.stream(size, 1, 5 * rounds);
-                if (System.nanoTime() - until >= 0) {
-                    break;
-                }
+            if (rounds > 0) {
+                repeatForTheWarmUp(() -> {
+                    agrona.pingPong(size, 0, rounds);
+                    agrona.stream(size, 1, 5 * rounds);
+                });
             }
             for (SizePlan p : fitting) {
                 add(new Measurement(p.size(), AgronaBench.SYSTEM, false,

@@ -402,10 +402,12 @@ public final class ShmQueue implements AutoCloseable {
             int published = 0;
             for (int i = from; i < messages.size(); i++) {
                 Outgoing m = messages.get(i);
-                if (published > 0 && m.byteSize() > maxMessageBytes) {
-                    break; // the caller counts the published ones; its next call refuses this one first
+                if (m.byteSize() > maxMessageBytes) {
+                    if (published > 0) {
+                        break; // the caller counts the published ones; its next call refuses this one first
+                    }
+                    throw tooLarge(m);
                 }
-                checkSize(m);
                 long t = claimWritable(now);
                 if (t == QueueCells.NO_ROOM || (t == QueueCells.CLOSED && published > 0)) {
                     break;
@@ -972,10 +974,14 @@ public final class ShmQueue implements AutoCloseable {
 
     private Outgoing checkSize(Outgoing message) {
         if (message.byteSize() > maxMessageBytes) {
-            throw new IllegalArgumentException("message of " + message.byteSize() + " bytes exceeds this queue's "
-                    + "maximum of " + maxMessageBytes + " bytes");
+            throw tooLarge(message);
         }
         return message;
+    }
+
+    private IllegalArgumentException tooLarge(Outgoing message) {
+        return new IllegalArgumentException("message of " + message.byteSize() + " bytes exceeds this queue's "
+                + "maximum of " + maxMessageBytes + " bytes");
     }
 
     private Outgoing checkMessage(byte[] message) {
