@@ -214,15 +214,7 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensors} or one of them is null
      */
     public void putAll(List<Tensor> tensors) throws InterruptedException {
-        List<Message> messages = new ArrayList<>(tensors.size());
-        try {
-            for (Tensor t : tensors) {
-                messages.add(share(Objects.requireNonNull(t, "tensor"), new HostMessage()));
-            }
-        } catch (RuntimeException e) {
-            messages.forEach(Message::cancel);
-            throw e;
-        }
+        List<Message> messages = shareAll(tensors);
         markOffered();
         int sent = 0;
         try {
@@ -256,6 +248,46 @@ public final class ShareQueue implements AutoCloseable {
                 : new DescribedMessage(refshare.sharing(), refshare.shareDescriptor(tensor));
     }
 
+    /**
+     * {@link #share} of every tensor of a batch, in order. Host tensors take their tokens
+     * together ({@link Sharing#shareHostAll}: the counter pool's lock once for the batch, a
+     * tensor put several times in a row held once); a batch with device memory in it is shared
+     * tensor by tensor. Nothing is counted when it throws.
+     */
+    private List<Message> shareAll(List<Tensor> tensors) {
+        int n = tensors.size();
+        Storage[] storages = new Storage[n];
+        TensorLayout[] layouts = new TensorLayout[n];
+        boolean allHost = true;
+        int i = 0;
+        for (Tensor t : tensors) {
+            Objects.requireNonNull(t, "tensor");
+            storages[i] = t.storage();
+            layouts[i] = t.layout();
+            allHost &= storages[i].backend() == Backend.HOST;
+            i++;
+        }
+        List<Message> messages = new ArrayList<>(n);
+        if (allHost) {
+            Sharing sharing = refshare.sharing();
+            long[] tokens = new long[n];
+            sharing.shareHostAll(storages, layouts, tokens, n);
+            for (int m = 0; m < n; m++) {
+                messages.add(new HostMessage().of(sharing, storages[m], layouts[m], tokens[m]));
+            }
+            return messages;
+        }
+        try {
+            for (Tensor t : tensors) {
+                messages.add(share(t, new HostMessage()));
+            }
+        } catch (RuntimeException e) {
+            messages.forEach(Message::cancel);
+            throw e;
+        }
+        return messages;
+    }
+
     /** A message counted for a put, written straight into the queue's cell; one never queued is cancelled. */
     private sealed interface Message extends Outgoing permits HostMessage, DescribedMessage {
         void cancel();
@@ -279,10 +311,15 @@ public final class ShareQueue implements AutoCloseable {
         HostMessage share(Refshare refshare, Tensor tensor) {
             Sharing s = refshare.sharing();
             Storage st = tensor.storage();
-            token = s.shareHost(st, tensor.layout()); // first: nothing is kept when it fails
+            return of(s, st, tensor.layout(), s.shareHost(st, tensor.layout()));
+        }
+
+        /** The message of a token already handed out for {@code st}. */
+        HostMessage of(Sharing s, Storage st, TensorLayout l, long handedOut) {
             sharing = s;
             storage = st;
-            layout = tensor.layout();
+            layout = l;
+            token = handedOut;
             return this;
         }
 

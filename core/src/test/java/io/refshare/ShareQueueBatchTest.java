@@ -65,6 +65,40 @@ class ShareQueueBatchTest {
         }
     }
 
+    /**
+     * A batch may name one tensor again and again (its references are held and recorded once
+     * per run): each message still counts one reference and gives it back on its own close.
+     */
+    @Test
+    void aBatchRepeatingTensorsCountsOneReferencePerMessage() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config());
+             ShareQueue out = producer.createQueue(16); ShareQueue in = consumer.openQueue(out.name())) {
+            Tensor a = producer.allocate(DType.INT32, 16);
+            Tensor b = producer.allocate(DType.INT32, 16);
+            a.data().set(ValueLayout.JAVA_INT, 0, 1);
+            b.data().set(ValueLayout.JAVA_INT, 0, 2);
+            out.putAll(List.of(a, a, b, a, a, a, b));
+            assertEquals(7, producer.liveCounts(), "one reference per message");
+            a.close();
+            b.close();
+            assertEquals(2, producer.stats().limboBlocks(), "both blocks wait for their messages' references");
+            List<Tensor> received = new ArrayList<>();
+            assertEquals(7, in.drainTo(received, 16));
+            assertEquals(List.of(1, 1, 2, 1, 1, 1, 2),
+                    received.stream().map(t -> t.data().get(ValueLayout.JAVA_INT, 0)).toList());
+            for (int i = 0; i < received.size(); i++) {
+                received.get(i).close();
+                assertEquals(6 - i, producer.liveCounts(), "each close gives back its own reference");
+                producer.collect();
+                int blocksInUse = i < 5 ? 2 : i < 6 ? 1 : 0; // a's last message is the sixth, b's the seventh
+                assertTrue(producer.stats().limboBlocks() >= blocksInUse,
+                        "a block stays while a message of it is open (after close " + i + ")");
+            }
+            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)), "both blocks came back");
+        }
+    }
+
     @Test
     void aPutAllOnAnEndedStreamCountsNothing() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());

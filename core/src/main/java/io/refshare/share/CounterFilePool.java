@@ -98,6 +98,37 @@ final class CounterFilePool {
      * is quarantined and a fresh one used; only when a fresh file fails too does this throw.
      */
     synchronized long handOut(int tag) {
+        return handOutLocked(tag);
+    }
+
+    /**
+     * {@link #handOut} for each of {@code tags[0..n)}, into the same places of {@code tokens},
+     * under one taking of the lock (a batch's hand-outs). All or nothing: when one fails (as
+     * {@link #handOut} fails: a fresh file failed too), the ones handed out before it are
+     * cancelled and counted back here, since no sent block records them, and it throws.
+     */
+    synchronized void handOutAll(int[] tags, long[] tokens, int n) {
+        int handed = 0;
+        try {
+            for (; handed < n; handed++) {
+                tokens[handed] = handOutLocked(tags[handed]);
+            }
+        } catch (RuntimeException | Error e) {
+            for (int i = 0; i < handed; i++) {
+                OwnFile f = own(tokens[i]);
+                try {
+                    if (f.file.cancel(slot(tokens[i]), tags[i])) {
+                        returned(f);
+                    }
+                } catch (RuntimeException | InternalError damaged) {
+                    e.addSuppressed(damaged); // the file's other failure: it stays outstanding, as a damaged file's tokens do
+                }
+            }
+            throw e;
+        }
+    }
+
+    private long handOutLocked(int tag) {
         RefshareException failure = null;
         for (int fresh = 0; fresh < 2; ) {
             if (current == null) {

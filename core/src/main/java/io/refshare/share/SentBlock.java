@@ -48,6 +48,20 @@ final class SentBlock {
             tokens = Arrays.copyOf(tokens, 2 * size);
         }
         tokens[size++] = token;
+        pruneWhenDue();
+    }
+
+    /** {@link #add} of {@code count} tokens, {@code from[at..at + count)}, under one taking of the lock. */
+    synchronized void addAll(long[] from, int at, int count) {
+        if (size + count > tokens.length) {
+            tokens = Arrays.copyOf(tokens, Math.max(2 * tokens.length, size + count));
+        }
+        System.arraycopy(from, at, tokens, size, count);
+        size += count;
+        pruneWhenDue();
+    }
+
+    private void pruneWhenDue() {
         if (size >= pruneAt) {
             prune();
             pruneAt = Math.max(64, 2 * size);

@@ -204,6 +204,65 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
+    /**
+     * {@link #shareHost} of each of {@code storages[0..n)} with the layout of the same index,
+     * the tokens into {@code tokens[0..n)}: what {@code n} calls do, with the counter pool's lock
+     * taken once for all of them, and a storage that comes several times in a row held and
+     * recorded once for the run (a batch of references to one tensor). When it throws, nothing
+     * is counted.
+     *
+     * @throws IllegalArgumentException for device memory
+     */
+    public void shareHostAll(Storage[] storages, TensorLayout[] layouts, long[] tokens, int n) {
+        ensureOpen();
+        for (int i = 0; i < n; i++) {
+            if (storages[i].backend() != Backend.HOST) {
+                throw new IllegalArgumentException(storages[i] + " is device memory");
+            }
+            layouts[i].checkFits(storages[i].byteSize());
+        }
+        int held = 0;
+        try {
+            int[] tags = new int[n];
+            for (int i = 0; i < n; i++) {
+                if (startsRun(storages, i)) {
+                    storages[i].retain(); // fails for a closed tensor: then nothing is handed out
+                }
+                held = i + 1;
+                tags[i] = storages[i].sentBlock().tag();
+            }
+            counterFiles.handOutAll(tags, tokens, n);
+            recordSent(storages, tokens, n);
+        } finally {
+            for (int i = 0; i < held; i++) {
+                if (startsRun(storages, i)) {
+                    storages[i].release();
+                }
+            }
+        }
+    }
+
+    private static boolean startsRun(Storage[] storages, int i) {
+        return i == 0 || storages[i] != storages[i - 1];
+    }
+
+    /** Records tokens handed out for {@code storages[0..n)} in their sent blocks, a run of one storage at once. */
+    private void recordSent(Storage[] storages, long[] tokens, int n) {
+        int start = 0;
+        while (start < n) {
+            int end = start + 1;
+            while (end < n && storages[end] == storages[start]) {
+                end++;
+            }
+            storages[start].sentBlock().addAll(tokens, start, end - start);
+            start = end;
+        }
+        shared.add(n);
+        for (int i = 0; i < n; i++) {
+            sendEvent(storages[i], tokens[i]);
+        }
+    }
+
     /** Bytes {@link #encode} writes for the message of {@code token}. */
     public int encodedSize(Storage storage, TensorLayout layout, long token) {
         return DescriptorCodec.encodedHostSize(storage.sentBlock().segmentName().length,
@@ -232,6 +291,11 @@ public final class Sharing implements AutoCloseable {
         long token = counterFiles.handOut(sent.tag());
         sent.add(token);
         shared.increment();
+        sendEvent(storage, token);
+        return token;
+    }
+
+    private void sendEvent(Storage storage, long token) {
         Events.Send event = new Events.Send();
         if (event.shouldCommit()) {
             event.segment = storage.segmentName();
@@ -241,7 +305,6 @@ public final class Sharing implements AutoCloseable {
             event.slot = CounterFilePool.slot(token);
             event.commit();
         }
-        return token;
     }
 
     /**

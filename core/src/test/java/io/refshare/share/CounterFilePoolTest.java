@@ -1,16 +1,23 @@
 package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
+import io.refshare.counter.CounterFileLayout;
+import io.refshare.shm.ShmFile;
+import io.refshare.shm.ShmKind;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class CounterFilePoolTest {
@@ -51,6 +58,65 @@ class CounterFilePoolTest {
             assertTrue(peer.release(CounterFilePool.slot(token)));
         } finally {
             pool.close();
+        }
+    }
+
+    @Test
+    void aBatchHandsOutInOrderAndGoesOnInAFreshFileWhenTheCurrentOneIsDamaged() {
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 16, 4);
+        try {
+            long first = pool.handOut(7);
+            String damaged = fileNameOf(pool, first);
+            writeSlot(damaged, 3, 0x00C0FFEE_00000001L); // another process wrote into the next slots
+            int[] tags = {1, 2, 3, 4};
+            long[] tokens = new long[4];
+            pool.handOutAll(tags, tokens, 4);
+            assertEquals(damaged, fileNameOf(pool, tokens[0]));
+            assertEquals(damaged, fileNameOf(pool, tokens[1]));
+            assertEquals(2, CounterFilePool.slot(tokens[1]), "slots in order");
+            assertNotEquals(damaged, fileNameOf(pool, tokens[2]), "the slot found damaged went to a fresh file");
+            assertEquals(fileNameOf(pool, tokens[2]), fileNameOf(pool, tokens[3]));
+            for (int i = 0; i < 4; i++) {
+                CounterFile f = pool.file(tokens[i]);
+                assertEquals(CounterFileLayout.IN_FLIGHT, f.state(CounterFilePool.slot(tokens[i])));
+                assertEquals(tags[i], f.tag(CounterFilePool.slot(tokens[i])), "each token bound to its own tag");
+            }
+        } finally {
+            pool.close();
+        }
+    }
+
+    /** A batch is all or nothing: the tokens handed out before the one that failed are cancelled and counted back. */
+    @Test
+    void aBatchThatCannotBeHandedOutWholeHandsOutNothing() throws Exception {
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 4, 4);
+        try {
+            long first = pool.handOut(9);
+            try (CounterFile view = CounterFile.open(shm.directory(), fileNameOf(pool, first))) {
+                for (String f : shm.files()) {
+                    Files.delete(shm.path().resolve(f));
+                }
+                Files.delete(shm.path()); // no fresh file can be made once slots 1..3 are out
+                int[] tags = {1, 2, 3, 4, 5};
+                assertThrows(RuntimeException.class, () -> pool.handOutAll(tags, new long[5], 5));
+                for (int slot = 1; slot <= 3; slot++) {
+                    assertEquals(CounterFileLayout.RELEASED, view.state(slot), "slot " + slot + " given back");
+                }
+                assertEquals(CounterFileLayout.IN_FLIGHT, view.state(0), "the token handed out before stays out");
+            }
+        } finally {
+            pool.close();
+        }
+    }
+
+    private static String fileNameOf(CounterFilePool pool, long token) {
+        return new String(pool.fileName(token), StandardCharsets.US_ASCII);
+    }
+
+    private void writeSlot(String counterFile, int slot, long word) {
+        try (ShmFile f = shm.directory().open(counterFile, ShmKind.COUNTERS, CounterFileLayout.HEADER_LENGTH)) {
+            int peers = f.segment().get(ValueLayout.JAVA_INT, CounterFileLayout.PEER_CAPACITY_OFFSET);
+            f.segment().set(ValueLayout.JAVA_LONG, CounterFileLayout.slotsOffset(peers) + 8L * slot, word);
         }
     }
 }
