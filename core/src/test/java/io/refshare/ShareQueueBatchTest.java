@@ -80,6 +80,7 @@ class ShareQueueBatchTest {
             b.data().set(ValueLayout.JAVA_INT, 0, 2);
             out.putAll(List.of(a, a, b, a, a, a, b));
             assertEquals(7, producer.liveCounts(), "one reference per message");
+            assertEquals(7, producer.stats().shared(), "seven messages shared");
             a.close();
             b.close();
             assertEquals(2, producer.stats().limboBlocks(), "both blocks wait for their messages' references");

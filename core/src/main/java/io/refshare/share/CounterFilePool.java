@@ -80,6 +80,8 @@ final class CounterFilePool {
      */
     private volatile OwnFile[] byId = new OwnFile[4];
     private OwnFile current;
+    /** Tokens handed out so far, every file together (the engine's "shared" count): under the lock, which every hand-out holds. */
+    private long handedOut;
     /** The file the collector sleeps on: it must stay mapped until the collector wakes. */
     private CounterFile pinned;
     private boolean pinnedIsDone;
@@ -139,6 +141,7 @@ final class CounterFilePool {
             try {
                 int slot = f.file.handOut(tag);
                 if (slot >= 0) {
+                    handedOut++;
                     if (slot + 1 == f.file.slotCapacity()) {
                         retire(f);
                     }
@@ -151,6 +154,11 @@ final class CounterFilePool {
             }
         }
         throw failure != null ? failure : new RefshareException("cannot hand out a reference token");
+    }
+
+    /** Tokens handed out so far, cancelled ones included. */
+    synchronized long handedOut() {
+        return handedOut;
     }
 
     /** No more tokens from {@code f}; the next starts a new file. */

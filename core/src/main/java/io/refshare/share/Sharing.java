@@ -56,7 +56,6 @@ public final class Sharing implements AutoCloseable {
     private final Thread housekeeper;
     /** Range tags of blocks received lately, by the identity of their descriptors (see {@link #rangeTag}). */
     private final KnownTag[] knownTags = new KnownTag[64];
-    private final LongAdder shared = new LongAdder();
     private final LongAdder received = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
     private final Set<Runnable> housekeeping = ConcurrentHashMap.newKeySet();
@@ -257,7 +256,6 @@ public final class Sharing implements AutoCloseable {
             storages[start].sentBlock().addAll(tokens, start, end - start);
             start = end;
         }
-        shared.add(n);
         for (int i = 0; i < n; i++) {
             sendEvent(storages[i], tokens[i]);
         }
@@ -290,7 +288,6 @@ public final class Sharing implements AutoCloseable {
         SentBlock sent = storage.sentBlock();
         long token = counterFiles.handOut(sent.tag());
         sent.add(token);
-        shared.increment();
         sendEvent(storage, token);
         return token;
     }
@@ -690,7 +687,7 @@ public final class Sharing implements AutoCloseable {
 
     public RefshareStats stats() {
         return new RefshareStats(allocator.stats(), limbo.size(), limbo.bytes(), counterFiles.liveFiles(),
-                receiveCache.mappedSegments(), receiveCache.mappedCounterFiles(), shared.sum(), received.sum(),
+                receiveCache.mappedSegments(), receiveCache.mappedCounterFiles(), counterFiles.handedOut(), received.sum(),
                 limbo.collected(), reclaimed.sum());
     }
 
