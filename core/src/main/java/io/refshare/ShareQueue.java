@@ -200,8 +200,11 @@ public final class ShareQueue implements AutoCloseable {
     /**
      * Puts every tensor of {@code tensors}, in order, waiting for room as {@link #put} does, and
      * wakes consumers once per run of messages published together instead of once per tensor:
-     * the way to stream many small tensors. Each tensor counts one reference, exactly as a put
-     * of it would; the tensors stay the caller's to close.
+     * the way to stream many small tensors. The batch's references are counted together (one
+     * taking of the sender's counter lock for the batch, and a tensor that comes several times
+     * in a row held once for the run), yet each tensor counts one reference, exactly as a put
+     * of it would, given back when its message's receiver closes it; the tensors stay the
+     * caller's to close.
      *
      * @param tensors open tensors of this handle's {@code Refshare}, host or device
      * @throws InterruptedException  when the waiting thread is interrupted; the tensors queued
