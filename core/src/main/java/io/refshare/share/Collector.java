@@ -8,7 +8,8 @@ import io.refshare.counter.CounterFile;
  * so a release is never kept waiting behind them).
  * <ul>
  * <li>While the limbo is empty it sleeps; a block entering it unparks it.</li>
- * <li>While the limbo is not empty it sleeps on the current counter file's release word; a
+ * <li>While the limbo is not empty it sleeps on the current counter file's release word (or,
+ * between a file that retired with its last token and the next share, on that file's); a
  * consumer's release wakes it, and it collects the limbo at once, then rests
  * ({@value #REST_MICROS} µs; {@value #CROWDED_REST_MICROS} µs while a stream keeps it freeing
  * blocks by the dozen on CPUs that more threads want than they have). Releases into an older

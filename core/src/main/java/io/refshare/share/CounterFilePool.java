@@ -80,6 +80,12 @@ final class CounterFilePool {
      */
     private volatile OwnFile[] byId = new OwnFile[4];
     private OwnFile current;
+    /**
+     * The file retired last, while it is ours: the collector sleeps on it while no file is
+     * current (a file retires with its last token, and the next file starts with the next
+     * share), since that is where the tokens handed out last are.
+     */
+    private OwnFile lastRetired;
     /** Tokens handed out so far, every file together (the engine's "shared" count): under the lock, which every hand-out holds. */
     private long handedOut;
     /** The file the collector sleeps on: it must stay mapped until the collector wakes. */
@@ -165,6 +171,7 @@ final class CounterFilePool {
     private void retire(OwnFile f) {
         f.finalCount = f.file.handedOut();
         current = null;
+        lastRetired = f;
     }
 
     /** Tokens of {@code f} not seen back (under the lock: the hand-outs are counted under it). */
@@ -193,6 +200,9 @@ final class CounterFilePool {
     }
 
     private void forget(OwnFile f) {
+        if (lastRetired == f) {
+            lastRetired = null;
+        }
         byName.remove(f.file.name());
         OwnFile[] ids = byId.clone();
         ids[f.id] = null;
@@ -308,9 +318,13 @@ final class CounterFilePool {
         }
     }
 
-    /** The current file, kept mapped until {@link #unpin()}; null before the first. */
+    /**
+     * The file the collector sleeps on, kept mapped until {@link #unpin()}: the current one, or
+     * while none is, the one retired last (while it is ours); null before the first.
+     */
     synchronized CounterFile pinCurrent() {
-        pinned = current == null ? null : current.file;
+        OwnFile f = current != null ? current : lastRetired;
+        pinned = f == null || f.damaged ? null : f.file;
         return pinned;
     }
 
