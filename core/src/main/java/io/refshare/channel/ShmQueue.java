@@ -693,10 +693,12 @@ public final class ShmQueue implements AutoCloseable {
             givenBack = true; // the cell is no longer ours to free, whether or not the give-back took
             throw cannotTakeNow;
         } finally {
-            if (!givenBack && inBatch) {
-                cells.freeCellInBatch(position);
-            } else if (!givenBack) {
-                cells.freeCell(position);
+            if (!givenBack) {
+                if (inBatch) {
+                    cells.freeCellInBatch(position);
+                } else {
+                    cells.freeCell(position);
+                }
             }
         }
     }

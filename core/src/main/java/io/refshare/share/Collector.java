@@ -69,13 +69,13 @@ final class Collector implements Runnable {
             return;
         }
         CounterFilePool files = sharing.counterFiles();
-        CounterFile current = files.pinCurrent();
+        CounterFile file = files.pinFileToSleepOn();
         int freed = 0;
         try {
-            if (current == null) {
+            if (file == null) {
                 BackgroundSteps.park(SLEEP_MILLIS * 1_000_000);
             } else {
-                freed = sleepOnReleases(files, current);
+                freed = sleepOnReleases(files, file);
             }
         } finally {
             files.unpin();

@@ -322,7 +322,7 @@ final class CounterFilePool {
      * The file the collector sleeps on, kept mapped until {@link #unpin()}: the current one, or
      * while none is, the one retired last (while it is ours); null before the first.
      */
-    synchronized CounterFile pinCurrent() {
+    synchronized CounterFile pinFileToSleepOn() {
         OwnFile f = current != null ? current : lastRetired;
         pinned = f == null || f.damaged ? null : f.file;
         return pinned;
