@@ -370,7 +370,14 @@ public final class Sharing implements AutoCloseable {
                 receipt.commit();
             }
             return new ReceivedBlock(this, counters, slot, mapping, d.offset(), d.length());
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | InternalError failure) {
+            // a fault on a sender's file that another process truncated: compiled code gets it as an
+            // InternalError at its next safepoint check, not at the read that faulted (a claim that
+            // read zeros from the lost page fails, and the error surfaces while that is reported), so
+            // it is caught for the whole section that touches the file, not around the claim alone
+            RuntimeException e = failure instanceof RuntimeException r ? r
+                    : new InvalidDataException(counters + " is damaged (truncated by another process?): " + failure,
+                    failure);
             try {
                 if (mapping != null) {
                     unmap(mapping); // closed before the token goes back
@@ -439,17 +446,8 @@ public final class Sharing implements AutoCloseable {
     }
 
     private static void claimOrThrow(CounterFile counters, int slot, int tag) {
-        if (!claim(counters, slot, tag)) {
+        if (!counters.claim(slot, tag)) {
             throw notClaimed(counters, slot, tag);
-        }
-    }
-
-    /** A claim, with a fault on a damaged (truncated) sender's file reported as such. */
-    private static boolean claim(CounterFile counters, int slot, int tag) {
-        try {
-            return counters.claim(slot, tag);
-        } catch (InternalError e) {
-            throw new InvalidDataException(counters + " is damaged (truncated by another process?): " + e, e);
         }
     }
 

@@ -203,6 +203,32 @@ class DamagedFilesTest {
         } // closing the consumer leaves the damaged file without a fault escaping
     }
 
+    /**
+     * The same truncation once the receive path is compiled: compiled code gets the fault as an
+     * InternalError at its next safepoint check, after the read that faulted (which returns zeros,
+     * so the claim fails and the error surfaces while that is reported), not inside the claim. A
+     * wrapper around the claim alone let it escape from the fourth or fifth round on (three runs of three).
+     */
+    @Test
+    void aFaultThatCompiledCodeSeesLateIsStillARefshareException() throws Exception {
+        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
+            try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
+                Tensor t = producer.allocateBytes(4096);
+                for (int i = 0; i < 20_000; i++) {
+                    consumer.receive(producer.share(t)).close(); // until the JIT compiles the receive path
+                }
+                byte[] first = producer.share(t);
+                byte[] second = producer.share(t);
+                t.close();
+                consumer.receive(first).close();
+                truncate(counterFileOf(first), 64);
+                RefshareException e = assertThrows(RefshareException.class, () -> consumer.receive(second),
+                        "round " + round);
+                assertTrue(e.getMessage().contains("damaged"), e.getMessage());
+            }
+        }
+    }
+
     private static byte[] shareTo(Refshare producer, ChildJvm consumer, String id, long seed) {
         try (Tensor t = producer.allocateBytes(BYTES)) {
             Patterns.fill(t.data(), seed);
