@@ -243,19 +243,19 @@ final class ReceiveCache {
             event.slot = slot;
             event.commit();
         }
-        boolean released;
         try {
-            released = counters.release(slot);
+            if (!counters.release(slot)) {
+                // reclaimed after we were judged dead, or a corrupted slot: nothing to give back. Or the
+                // file was truncated: compiled code gets that fault as an InternalError at its next
+                // safepoint check, not at the read (which then yields a wrong word, and the release
+                // fails), so this report, whose call returns through such a check, stays in the try
+                LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
+                        counters);
+            }
         } catch (RuntimeException | InternalError e) {
             // the sender's file was truncated or broken by another process: nothing to give back
             LOG.log(System.Logger.Level.WARNING, "cannot release token " + slot + " of " + counters
                     + ": the file is damaged", e);
-            return;
-        }
-        if (!released) {
-            // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
-            LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
-                    counters);
         }
     }
 

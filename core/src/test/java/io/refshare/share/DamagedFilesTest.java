@@ -229,6 +229,30 @@ class DamagedFilesTest {
         }
     }
 
+    /**
+     * Closing a received tensor whose sender's counter file was truncated meanwhile, once the
+     * close path is compiled: the token cannot be given back, which is logged, and no fault
+     * escapes from {@code close}, nor from the producer's own close of the tensor (which looks at
+     * the token in the same file), nor from closing either {@code Refshare}.
+     */
+    @Test
+    void closingAfterTheSendersCounterFileWasTruncatedThrowsNothing() throws Exception {
+        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
+            try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
+                Tensor t = producer.allocateBytes(4096);
+                for (int i = 0; i < 20_000; i++) {
+                    consumer.receive(producer.share(t)).close(); // until the JIT compiles the close path
+                }
+                Tensor held = consumer.receive(producer.share(t));
+                truncate(counterFileOf(producer.share(t)), 64);
+                int r = round;
+                assertDoesNotThrow(held::close, () -> "the consumer's close, round " + r);
+                assertDoesNotThrow(t::close, () -> "the producer's close, round " + r);
+                BackgroundThreads.assertAlive();
+            }
+        }
+    }
+
     private static byte[] shareTo(Refshare producer, ChildJvm consumer, String id, long seed) {
         try (Tensor t = producer.allocateBytes(BYTES)) {
             Patterns.fill(t.data(), seed);
