@@ -4,6 +4,7 @@ import io.refshare.exceptions.InvalidDataException;
 import io.refshare.counter.CounterFile;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
+import io.refshare.shm.Libc;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
@@ -245,10 +246,8 @@ final class ReceiveCache {
         }
         try {
             if (!counters.release(slot)) {
-                // reclaimed after we were judged dead, or a corrupted slot: nothing to give back. Or the
-                // file was truncated: compiled code gets that fault as an InternalError at its next
-                // safepoint check, not at the read (which then yields a wrong word, and the release
-                // fails), so this report, whose call returns through such a check, stays in the try
+                Libc.deliverPendingFault(); // a read of a truncated file fails the release and throws late
+                // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
                 LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
                         counters);
             }

@@ -9,6 +9,7 @@ import io.refshare.stats.RefshareStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
+import io.refshare.shm.Libc;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.Verdict;
@@ -373,8 +374,8 @@ public final class Sharing implements AutoCloseable {
         } catch (RuntimeException | InternalError failure) {
             // a fault on a sender's file that another process truncated: compiled code gets it as an
             // InternalError at its next safepoint check, not at the read that faulted (a claim that
-            // read zeros from the lost page fails, and the error surfaces while that is reported), so
-            // it is caught for the whole section that touches the file, not around the claim alone
+            // read a wrong word from the lost page fails, and claimOrThrow has the fault delivered
+            // before it reports that), so it is caught for the whole section that touches the file
             RuntimeException e = failure instanceof RuntimeException r ? r
                     : new InvalidDataException(counters + " is damaged (truncated by another process?): " + failure,
                     failure);
@@ -447,6 +448,7 @@ public final class Sharing implements AutoCloseable {
 
     private static void claimOrThrow(CounterFile counters, int slot, int tag) {
         if (!counters.claim(slot, tag)) {
+            Libc.deliverPendingFault(); // a read of a truncated file fails the claim and throws late
             throw notClaimed(counters, slot, tag);
         }
     }
@@ -608,7 +610,11 @@ public final class Sharing implements AutoCloseable {
 
     private static boolean cancel(CounterFile counters, int slot, int tag) {
         try {
-            return counters.cancel(slot, tag);
+            if (counters.cancel(slot, tag)) {
+                return true;
+            }
+            Libc.deliverPendingFault(); // a read of a truncated file fails the cancel and throws late
+            return false;
         } catch (InternalError e) {
             throw new InvalidDataException(counters + " is damaged (truncated by another process?): " + e, e);
         }

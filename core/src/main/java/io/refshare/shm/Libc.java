@@ -70,6 +70,8 @@ public final class Libc {
                     ValueLayout.JAVA_LONG), ERRNO);
     private static final MethodHandle FCHMOD = LINKER.downcallHandle(LIBC.findOrThrow("fchmod"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), ERRNO);
+    private static final MethodHandle ABS = LINKER.downcallHandle(LIBC.findOrThrow("abs"),
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
     private static final MethodHandle GETUID = LINKER.downcallHandle(LIBC.findOrThrow("getuid"),
             FunctionDescriptor.of(ValueLayout.JAVA_INT));
     private static final MethodHandle GETGID = LINKER.downcallHandle(LIBC.findOrThrow("getgid"),
@@ -329,6 +331,26 @@ public final class Libc {
             MemorySegment list = arena.allocate(ValueLayout.JAVA_INT, n);
             n = (int) GETGROUPS.invokeExact(state, n, list);
             return n <= 0 ? new int[0] : list.asSlice(0, 4L * n).toArray(ValueLayout.JAVA_INT);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
+     * Throws here, as the JVM's {@link InternalError}, a fault that compiled code met earlier on
+     * a page of a mapped file that another process truncated. Compiled code does not throw at
+     * the read that faulted (the read goes on, with a wrong value) but at its next safepoint
+     * check, which may lie frames above the code that handles damaged files, even in the
+     * caller's code; the return from a native call is such a check (this one calls
+     * {@code abs(3)}, a few nanoseconds). Call it where a read of another process's file came
+     * out wrong, inside the {@code try} that handles the fault; it does nothing when no fault
+     * is pending.
+     */
+    public static void deliverPendingFault() {
+        try {
+            int ignored = (int) ABS.invokeExact(0);
+        } catch (RuntimeException | Error e) {
+            throw e; // the pending fault's InternalError
         } catch (Throwable t) {
             throw new AssertionError(t);
         }

@@ -253,6 +253,24 @@ class DamagedFilesTest {
         }
     }
 
+    /** Cancelling a message of a truncated counter file, once the cancel path is compiled: a RefshareException. */
+    @Test
+    void cancellingThroughATruncatedCounterFileGetsARefshareException() throws Exception {
+        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
+            try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
+                Tensor t = producer.allocateBytes(4096);
+                for (int i = 0; i < 20_000; i++) {
+                    assertTrue(consumer.cancel(producer.share(t))); // until the JIT compiles the cancel path
+                }
+                byte[] m = producer.share(t);
+                t.close();
+                truncate(counterFileOf(m), 64);
+                RefshareException e = assertThrows(RefshareException.class, () -> consumer.cancel(m), "round " + round);
+                assertTrue(e.getMessage().contains("damaged"), e.getMessage());
+            }
+        }
+    }
+
     private static byte[] shareTo(Refshare producer, ChildJvm consumer, String id, long seed) {
         try (Tensor t = producer.allocateBytes(BYTES)) {
             Patterns.fill(t.data(), seed);
