@@ -2,7 +2,6 @@ package io.refshare.share;
 
 import io.refshare.counter.RangeTag;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 /**
@@ -27,7 +26,7 @@ final class SentBlock {
 
     SentBlock(Storage storage) {
         this.storage = storage;
-        this.segmentName = storage.segmentName().getBytes(StandardCharsets.US_ASCII);
+        this.segmentName = storage.sharing.asciiName(storage.segmentName());
         this.tag = RangeTag.of(storage.segmentOffset(), storage.byteSize(), segmentName);
     }
 
