@@ -73,4 +73,21 @@ public class QueueBenchmark {
             return received.data().get(ValueLayout.JAVA_BYTE, 0);
         }
     }
+
+    /**
+     * As {@link #putTakeReadClose}, with a fresh 1 KiB tensor for every message, as a producer
+     * of new data has: allocated, its first byte written, put and dropped at once (its block
+     * waits in the limbo until the consumer's close gives its reference back, and the
+     * background collector then frees it while the next messages go through).
+     */
+    @Benchmark
+    public byte freshPutTakeReadClose() throws InterruptedException {
+        try (Tensor fresh = producer.allocateBytes(1024)) {
+            fresh.data().set(ValueLayout.JAVA_BYTE, 0, (byte) 0x5A);
+            out.put(fresh);
+        }
+        try (Tensor received = in.take()) {
+            return received.data().get(ValueLayout.JAVA_BYTE, 0);
+        }
+    }
 }
