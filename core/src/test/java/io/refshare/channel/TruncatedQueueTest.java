@@ -1,5 +1,7 @@
 package io.refshare.channel;
 
+import io.refshare.exceptions.RefshareException;
+import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
@@ -7,6 +9,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -42,6 +45,57 @@ class TruncatedQueueTest {
             String last = child.read();
             assertTrue(last.equals("END") || last.startsWith("CLOSE Refshare") || last.startsWith("CLOSE Invalid"), last);
             assertEquals(0, child.waitFor(), "the process lives on");
+        }
+    }
+
+    /**
+     * The same once the queue's paths are compiled (compiled code gets a fault on the cut
+     * mapping late, at its next safepoint check), in this process: a producer's and a
+     * consumer's handle of one queue, warmed up, then the cells cut away; every call returns
+     * (empty-handed) or throws a RefshareException, never the JVM's InternalError.
+     */
+    @Test
+    void compiledCallsOnACutQueueFileNeverThrowTheJvmsInternalError() throws Exception {
+        ShmDirectory dir = new ShmDirectory(shm.path(), ShmDirectory.DEFAULT_PREFIX, ShmDirectory.OWNER_ONLY);
+        ShmQueueLayout.Geometry g = ShmQueueLayout.Geometry.of(64, 32, ShmQueueLayout.DEFAULT_PARTICIPANTS);
+        for (int round = 0; round < 10; round++) { // the compiled paths are reached in the later rounds
+            ShmQueue producer = ShmQueue.create(dir, 64, 32);
+            ShmQueue consumer = ShmQueue.open(dir, producer.name());
+            byte[] message = {1, 2, 3};
+            for (int i = 0; i < 20_000; i++) {
+                producer.offer(message);
+                consumer.poll();
+            }
+            producer.offer(message);
+            try (FileChannel ch = FileChannel.open(shm.path().resolve(producer.name()), StandardOpenOption.WRITE)) {
+                ch.truncate(g.cellsOffset()); // header and participants stay, every cell goes
+            }
+            int r = round;
+            for (ShmQueue q : new ShmQueue[] {consumer, producer}) {
+                for (int i = 0; i < 3; i++) {
+                    try {
+                        if (q == consumer) {
+                            q.poll(20, TimeUnit.MILLISECONDS);
+                        } else {
+                            q.offer(message, 20, TimeUnit.MILLISECONDS);
+                        }
+                    } catch (RefshareException expected) {
+                        // the cut file, reported (returning empty-handed is fine too)
+                    } catch (Throwable t) {
+                        throw new AssertionError((q == consumer ? "poll" : "offer") + ", round " + r + ": " + t, t);
+                    }
+                }
+            }
+            closeQuietly(consumer);
+            closeQuietly(producer);
+        }
+    }
+
+    private static void closeQuietly(ShmQueue q) {
+        try {
+            q.close();
+        } catch (RefshareException damaged) {
+            // closing a cut file may report it
         }
     }
 }
