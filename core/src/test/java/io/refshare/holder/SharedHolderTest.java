@@ -3,6 +3,7 @@ package io.refshare.holder;
 import io.refshare.Internals;
 import io.refshare.SharedHolder;
 import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.RefshareException;
 import io.refshare.Refshare;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
@@ -14,6 +15,8 @@ import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -275,6 +278,50 @@ class SharedHolderTest {
             assertThrows(InvalidDataException.class, () -> rs.openHolder("../../etc/passwd"));
             assertFalse(shm.files().stream().anyMatch(n -> n.contains("-hold-")));
         }
+    }
+
+    /**
+     * A holder file cut short by another process under a reader whose acquire and release are
+     * compiled (compiled code gets the fault late, at its next safepoint check): acquiring,
+     * closing what was acquired and closing the handles throw nothing but RefshareExceptions.
+     */
+    @Test
+    void aHolderFileCutUnderACompiledReaderGivesRefshareExceptionsOnly() throws Exception {
+        for (int round = 0; round < 10; round++) { // the compiled paths are reached in the later rounds
+            try (TempShm shm = new TempShm(); Refshare publisherRs = Refshare.open(shm.config());
+                 Refshare readerRs = Refshare.open(shm.config())) {
+                SharedHolder holder = publisherRs.createHolder(3, 2);
+                SharedHolder reader = readerRs.openHolder(holder.name());
+                publishUniform(publisherRs, holder, 1);
+                for (int i = 0; i < 20_000; i++) {
+                    reader.acquire().close();
+                }
+                Tensor held = reader.acquire();
+                try (FileChannel ch = FileChannel.open(shm.path().resolve(holder.name()), StandardOpenOption.WRITE)) {
+                    ch.truncate(64);
+                }
+                int r = round;
+                List<ThrowingRunnable> calls = List.of(() -> {
+                    Tensor t = reader.acquire(); // null: nothing found, which a cut file may say too
+                    if (t != null) {
+                        t.close();
+                    }
+                }, held::close, reader::close, holder::close);
+                for (ThrowingRunnable call : calls) {
+                    try {
+                        call.run();
+                    } catch (RefshareException | IllegalStateException reported) {
+                        // the cut file, reported; or a handle already closed by the call before
+                    } catch (Throwable t) {
+                        throw new AssertionError("round " + r + ": " + t, t);
+                    }
+                }
+            }
+        }
+    }
+
+    private interface ThrowingRunnable {
+        void run() throws Exception;
     }
 
     @Test
