@@ -2,6 +2,7 @@ package io.refshare.counter;
 
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.ResourceLimitException;
+import io.refshare.shm.Libc;
 import io.refshare.shm.LifeFile;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.LittleEndian;
@@ -183,6 +184,7 @@ public final class CounterFile implements AutoCloseable {
         }
         long found = tokens.handOut(slot, tag);
         if (found != FREE) {
+            Libc.deliverPendingFault(); // a read of a truncated file fails the hand-out and throws late
             throw new InvalidDataException(this + " is damaged: slot " + slot + " was not free (word 0x"
                     + Long.toHexString(found) + "), another process wrote into it");
         }

@@ -271,6 +271,42 @@ class DamagedFilesTest {
         }
     }
 
+    /**
+     * A sender whose own current counter file is cut short by another process, once its share
+     * path is compiled: the next shares go to a fresh file (or fail with a RefshareException),
+     * never with the JVM's InternalError, and a consumer can receive them.
+     */
+    @Test
+    void aSenderWhoseCounterFileWasTruncatedSharesOnCompiled() throws Exception {
+        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
+            try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
+                Tensor t = producer.allocateBytes(4096);
+                for (int i = 0; i < 20_000; i++) {
+                    assertTrue(producer.cancel(producer.share(t))); // until the JIT compiles the share path
+                }
+                truncate(counterFileOf(producer.share(t)), 64);
+                int r = round;
+                for (int i = 0; i < 3; i++) {
+                    byte[] m;
+                    try {
+                        m = producer.share(t);
+                    } catch (RefshareException reported) {
+                        continue;
+                    } catch (Throwable e) {
+                        throw new AssertionError("round " + r + ": " + e, e);
+                    }
+                    try (Tensor back = consumer.receive(m)) {
+                        assertEquals(4096, back.data().byteSize());
+                    } catch (RefshareException reported) {
+                        // a message of the damaged file, refused
+                    }
+                }
+                assertDoesNotThrow(t::close, () -> "round " + r);
+                BackgroundThreads.assertAlive();
+            }
+        }
+    }
+
     private static byte[] shareTo(Refshare producer, ChildJvm consumer, String id, long seed) {
         try (Tensor t = producer.allocateBytes(BYTES)) {
             Patterns.fill(t.data(), seed);
