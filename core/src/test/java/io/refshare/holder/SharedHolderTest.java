@@ -283,7 +283,8 @@ class SharedHolderTest {
     /**
      * A holder file cut short by another process under a reader whose acquire and release are
      * compiled (compiled code gets the fault late, at its next safepoint check): acquiring,
-     * closing what was acquired and closing the handles throw nothing but RefshareExceptions.
+     * closing what was acquired, publishing and closing the handles throw nothing but
+     * RefshareExceptions (or IllegalStateException: the publisher's slots may all be taken).
      */
     @Test
     void aHolderFileCutUnderACompiledReaderGivesRefshareExceptionsOnly() throws Exception {
@@ -295,6 +296,9 @@ class SharedHolderTest {
                 publishUniform(publisherRs, holder, 1);
                 for (int i = 0; i < 20_000; i++) {
                     reader.acquire().close();
+                    if (i % 4 == 0) {
+                        publishUniform(publisherRs, holder, i); // the publisher's path, compiled too
+                    }
                 }
                 Tensor held = reader.acquire();
                 try (FileChannel ch = FileChannel.open(shm.path().resolve(holder.name()), StandardOpenOption.WRITE)) {
@@ -306,7 +310,11 @@ class SharedHolderTest {
                     if (t != null) {
                         t.close();
                     }
-                }, held::close, reader::close, holder::close);
+                }, held::close, () -> {
+                    try (Tensor next = publisherRs.allocate(DType.INT64, 512)) {
+                        holder.publish(next);
+                    }
+                }, reader::close, holder::close);
                 for (ThrowingRunnable call : calls) {
                     try {
                         call.run();
