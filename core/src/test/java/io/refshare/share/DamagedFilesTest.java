@@ -205,28 +205,23 @@ class DamagedFilesTest {
 
     /**
      * The same truncation once the receive path is compiled: compiled code gets the fault as an
-     * InternalError at its next safepoint check, after the read that faulted (which returns zeros,
-     * so the claim fails and the error surfaces while that is reported), not inside the claim. A
-     * wrapper around the claim alone let it escape from the fourth or fifth round on (three runs of three).
+     * InternalError at its next safepoint check, after the read that faulted (which yields a
+     * wrong word, so the claim fails), not inside the claim. A wrapper around the claim alone let
+     * it escape from the fourth or fifth round on (three runs of three).
      */
     @Test
     void aFaultThatCompiledCodeSeesLateIsStillARefshareException() throws Exception {
-        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
-            try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
-                Tensor t = producer.allocateBytes(4096);
-                for (int i = 0; i < 20_000; i++) {
-                    consumer.receive(producer.share(t)).close(); // until the JIT compiles the receive path
-                }
-                byte[] first = producer.share(t);
-                byte[] second = producer.share(t);
-                t.close();
-                consumer.receive(first).close();
-                truncate(counterFileOf(first), 64);
-                RefshareException e = assertThrows(RefshareException.class, () -> consumer.receive(second),
-                        "round " + round);
-                assertTrue(e.getMessage().contains("damaged"), e.getMessage());
-            }
-        }
+        inWarmedRounds((producer, consumer, t) -> consumer.receive(producer.share(t)).close(),
+                (producer, consumer, t, round) -> {
+                    byte[] first = producer.share(t);
+                    byte[] second = producer.share(t);
+                    t.close();
+                    consumer.receive(first).close();
+                    truncate(counterFileOf(first), 64);
+                    RefshareException e = assertThrows(RefshareException.class, () -> consumer.receive(second),
+                            "round " + round);
+                    assertTrue(e.getMessage().contains("damaged"), e.getMessage());
+                });
     }
 
     /**
@@ -237,38 +232,28 @@ class DamagedFilesTest {
      */
     @Test
     void closingAfterTheSendersCounterFileWasTruncatedThrowsNothing() throws Exception {
-        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
-            try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
-                Tensor t = producer.allocateBytes(4096);
-                for (int i = 0; i < 20_000; i++) {
-                    consumer.receive(producer.share(t)).close(); // until the JIT compiles the close path
-                }
-                Tensor held = consumer.receive(producer.share(t));
-                truncate(counterFileOf(producer.share(t)), 64);
-                int r = round;
-                assertDoesNotThrow(held::close, () -> "the consumer's close, round " + r);
-                assertDoesNotThrow(t::close, () -> "the producer's close, round " + r);
-                BackgroundThreads.assertAlive();
-            }
-        }
+        inWarmedRounds((producer, consumer, t) -> consumer.receive(producer.share(t)).close(),
+                (producer, consumer, t, round) -> {
+                    Tensor held = consumer.receive(producer.share(t));
+                    truncate(counterFileOf(producer.share(t)), 64);
+                    assertDoesNotThrow(held::close, () -> "the consumer's close, round " + round);
+                    assertDoesNotThrow(t::close, () -> "the producer's close, round " + round);
+                    BackgroundThreads.assertAlive();
+                });
     }
 
     /** Cancelling a message of a truncated counter file, once the cancel path is compiled: a RefshareException. */
     @Test
     void cancellingThroughATruncatedCounterFileGetsARefshareException() throws Exception {
-        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
-            try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
-                Tensor t = producer.allocateBytes(4096);
-                for (int i = 0; i < 20_000; i++) {
-                    assertTrue(consumer.cancel(producer.share(t))); // until the JIT compiles the cancel path
-                }
-                byte[] m = producer.share(t);
-                t.close();
-                truncate(counterFileOf(m), 64);
-                RefshareException e = assertThrows(RefshareException.class, () -> consumer.cancel(m), "round " + round);
-                assertTrue(e.getMessage().contains("damaged"), e.getMessage());
-            }
-        }
+        inWarmedRounds((producer, consumer, t) -> assertTrue(consumer.cancel(producer.share(t))),
+                (producer, consumer, t, round) -> {
+                    byte[] m = producer.share(t);
+                    t.close();
+                    truncate(counterFileOf(m), 64);
+                    RefshareException e = assertThrows(RefshareException.class, () -> consumer.cancel(m),
+                            "round " + round);
+                    assertTrue(e.getMessage().contains("damaged"), e.getMessage());
+                });
     }
 
     /**
@@ -278,31 +263,50 @@ class DamagedFilesTest {
      */
     @Test
     void aSenderWhoseCounterFileWasTruncatedSharesOnCompiled() throws Exception {
-        for (int round = 0; round < 10; round++) { // the compiled path is reached in the later rounds
+        inWarmedRounds((producer, consumer, t) -> assertTrue(producer.cancel(producer.share(t))),
+                (producer, consumer, t, round) -> {
+                    truncate(counterFileOf(producer.share(t)), 64);
+                    for (int i = 0; i < 3; i++) {
+                        byte[] m;
+                        try {
+                            m = producer.share(t);
+                        } catch (RefshareException reported) {
+                            continue;
+                        } catch (Throwable e) {
+                            throw new AssertionError("round " + round + ": " + e, e);
+                        }
+                        try (Tensor back = consumer.receive(m)) {
+                            assertEquals(4096, back.data().byteSize());
+                        } catch (RefshareException reported) {
+                            // a message of the damaged file, refused
+                        }
+                    }
+                    assertDoesNotThrow(t::close, () -> "round " + round);
+                    BackgroundThreads.assertAlive();
+                });
+    }
+
+    private interface Step {
+        void run(Refshare producer, Refshare consumer, Tensor t) throws Exception;
+    }
+
+    private interface Check {
+        void run(Refshare producer, Refshare consumer, Tensor t, int round) throws Exception;
+    }
+
+    /**
+     * Ten rounds, each with a fresh producer and consumer and a 4 KiB tensor of the producer's:
+     * {@code warm} 20,000 times, then {@code check}. Compiled code reports a fault on a cut file
+     * late, at its next safepoint check; the later rounds run the compiled paths.
+     */
+    private void inWarmedRounds(Step warm, Check check) throws Exception {
+        for (int round = 0; round < 10; round++) {
             try (Refshare producer = Refshare.open(shm.config()); Refshare consumer = Refshare.open(shm.config())) {
                 Tensor t = producer.allocateBytes(4096);
                 for (int i = 0; i < 20_000; i++) {
-                    assertTrue(producer.cancel(producer.share(t))); // until the JIT compiles the share path
+                    warm.run(producer, consumer, t);
                 }
-                truncate(counterFileOf(producer.share(t)), 64);
-                int r = round;
-                for (int i = 0; i < 3; i++) {
-                    byte[] m;
-                    try {
-                        m = producer.share(t);
-                    } catch (RefshareException reported) {
-                        continue;
-                    } catch (Throwable e) {
-                        throw new AssertionError("round " + r + ": " + e, e);
-                    }
-                    try (Tensor back = consumer.receive(m)) {
-                        assertEquals(4096, back.data().byteSize());
-                    } catch (RefshareException reported) {
-                        // a message of the damaged file, refused
-                    }
-                }
-                assertDoesNotThrow(t::close, () -> "round " + r);
-                BackgroundThreads.assertAlive();
+                check.run(producer, consumer, t, round);
             }
         }
     }
