@@ -120,7 +120,7 @@ public final class Libc {
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -128,7 +128,7 @@ public final class Libc {
         try {
             int ignored = (int) CLOSE.invokeExact(fd);
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -142,7 +142,7 @@ public final class Libc {
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -169,7 +169,7 @@ public final class Libc {
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -200,7 +200,7 @@ public final class Libc {
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -210,7 +210,7 @@ public final class Libc {
         try {
             rc = (int) POSIX_FALLOCATE.invokeExact(fd, 0L, length);
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
         if (rc != 0) {
             throw new ErrnoException("posix_fallocate(" + what + ", " + length + " bytes)", rc);
@@ -235,7 +235,7 @@ public final class Libc {
             long ignored = (long) SYSCALL6.invokeExact(state, SYS_FUTEX, address, FUTEX_WAIT, expected, timeout,
                     MemorySegment.NULL, 0);
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -246,7 +246,7 @@ public final class Libc {
             return (int) (long) SYSCALL6.invokeExact(state, SYS_FUTEX, address, FUTEX_WAKE, count,
                     MemorySegment.NULL, MemorySegment.NULL, 0);
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -272,7 +272,7 @@ public final class Libc {
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -316,7 +316,7 @@ public final class Libc {
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -332,8 +332,24 @@ public final class Libc {
             n = (int) GETGROUPS.invokeExact(state, n, list);
             return n <= 0 ? new int[0] : list.asSlice(0, 4L * n).toArray(ValueLayout.JAVA_INT);
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
+    }
+
+    /**
+     * For a downcall's {@code catch (Throwable)}: an unchecked throwable goes on as it is, above
+     * all the {@link InternalError} of a fault on a cut mapping that the JVM delivers at a
+     * downcall's return (see {@link #deliverPendingFault}), which the handlers of damaged files
+     * catch; a checked one cannot come from a downcall.
+     */
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            throw r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        throw new AssertionError(t);
     }
 
     /**
@@ -349,10 +365,8 @@ public final class Libc {
     public static void deliverPendingFault() {
         try {
             int ignored = (int) ABS.invokeExact(0);
-        } catch (RuntimeException | Error e) {
-            throw e; // the pending fault's InternalError
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t); // the pending fault's InternalError
         }
     }
 
@@ -361,7 +375,7 @@ public final class Libc {
         try {
             return (int) GETUID.invokeExact();
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
@@ -370,7 +384,7 @@ public final class Libc {
         try {
             return (int) GETGID.invokeExact();
         } catch (Throwable t) {
-            throw new AssertionError(t);
+            throw rethrow(t);
         }
     }
 
