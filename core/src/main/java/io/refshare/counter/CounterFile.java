@@ -184,7 +184,7 @@ public final class CounterFile implements AutoCloseable {
         }
         long found = tokens.handOut(slot, tag);
         if (found != FREE) {
-            Libc.deliverPendingFault(); // a read of a truncated file fails the hand-out and throws late
+            Libc.deliverPendingFault(); // see orPendingFault
             throw new InvalidDataException(this + " is damaged: slot " + slot + " was not free (word 0x"
                     + Long.toHexString(found) + "), another process wrote into it");
         }
@@ -218,7 +218,8 @@ public final class CounterFile implements AutoCloseable {
      */
     public boolean claim(int slot, int tag) {
         // registers in the peer table only for a token that can be claimed
-        return tokens.word(checkSlot(slot)) == word(IN_FLIGHT, tag) && tokens.claim(slot, tag, selfPeer());
+        return orPendingFault(tokens.word(checkSlot(slot)) == word(IN_FLIGHT, tag)
+                && tokens.claim(slot, tag, selfPeer()));
     }
 
     /** {@link #claim(int, int)} of a token handed out by {@link #handOut()} (tag 0). */
@@ -230,7 +231,7 @@ public final class CounterFile implements AutoCloseable {
     public boolean release(int slot) {
         checkSlot(slot);
         int peer = selfPeer;
-        return peer >= 0 && tokens.release(slot, peer);
+        return orPendingFault(peer >= 0 && tokens.release(slot, peer));
     }
 
     /**
@@ -246,7 +247,22 @@ public final class CounterFile implements AutoCloseable {
      * False when someone already claimed or returned it, or it was handed out for another range.
      */
     public boolean cancel(int slot, int tag) {
-        return tokens.cancel(checkSlot(slot), tag);
+        return orPendingFault(tokens.cancel(checkSlot(slot), tag));
+    }
+
+    /**
+     * {@code done}, once a failed operation had the JVM throw here the fault that its read of a
+     * page cut from the file left pending: compiled code gets such a fault as an
+     * {@link InternalError} at its next safepoint check, not at the read (which goes on with a
+     * wrong word, and the operation fails), so it would surface wherever the caller runs next
+     * instead of in the caller's handler of damaged files ({@link Libc#deliverPendingFault}).
+     * A success costs nothing.
+     */
+    private static boolean orPendingFault(boolean done) {
+        if (!done) {
+            Libc.deliverPendingFault();
+        }
+        return done;
     }
 
     /** {@link #cancel(int, int)} of a token handed out by {@link #handOut()} (tag 0). */

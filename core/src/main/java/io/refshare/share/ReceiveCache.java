@@ -4,7 +4,6 @@ import io.refshare.exceptions.InvalidDataException;
 import io.refshare.counter.CounterFile;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
-import io.refshare.shm.Libc;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
@@ -245,8 +244,7 @@ final class ReceiveCache {
             event.commit();
         }
         try {
-            if (!counters.release(slot)) {
-                Libc.deliverPendingFault(); // a read of a truncated file fails the release and throws late
+            if (!counters.release(slot)) { // a fault on a cut file is thrown inside release, not later
                 // reclaimed after we were judged dead, or a corrupted slot: nothing to give back
                 LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
                         counters);

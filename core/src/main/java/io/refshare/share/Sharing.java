@@ -9,7 +9,6 @@ import io.refshare.stats.RefshareStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
-import io.refshare.shm.Libc;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.Verdict;
@@ -251,14 +250,11 @@ public final class Sharing implements AutoCloseable {
 
     /** Records tokens handed out for {@code storages[0..n)} in their sent blocks, a run of one storage at once. */
     private void recordSent(Storage[] storages, long[] tokens, int n) {
-        int start = 0;
-        while (start < n) {
-            int end = start + 1;
-            while (end < n && storages[end] == storages[start]) {
-                end++;
+        for (int start = 0, end; start < n; start = end) {
+            for (end = start + 1; end < n && !startsRun(storages, end); end++) {
+                // to the end of the run
             }
             storages[start].sentBlock().addAll(tokens, start, end - start);
-            start = end;
         }
         for (int i = 0; i < n; i++) {
             sendEvent(storages[i], tokens[i]);
@@ -377,11 +373,9 @@ public final class Sharing implements AutoCloseable {
         } catch (RuntimeException | InternalError failure) {
             // a fault on a sender's file that another process truncated: compiled code gets it as an
             // InternalError at its next safepoint check, not at the read that faulted (a claim that
-            // read a wrong word from the lost page fails, and claimOrThrow has the fault delivered
-            // before it reports that), so it is caught for the whole section that touches the file
-            RuntimeException e = failure instanceof RuntimeException r ? r
-                    : new InvalidDataException(counters + " is damaged (truncated by another process?): " + failure,
-                    failure);
+            // read a wrong word from the lost page fails, and the counter file has the fault delivered
+            // before it answers), so it is caught for the whole section that touches the file
+            RuntimeException e = failure instanceof RuntimeException r ? r : damaged(counters, failure);
             try {
                 if (mapping != null) {
                     unmap(mapping); // closed before the token goes back
@@ -474,7 +468,6 @@ public final class Sharing implements AutoCloseable {
 
     private static void claimOrThrow(CounterFile counters, int slot, int tag) {
         if (!counters.claim(slot, tag)) {
-            Libc.deliverPendingFault(); // a read of a truncated file fails the claim and throws late
             throw notClaimed(counters, slot, tag);
         }
     }
@@ -636,14 +629,15 @@ public final class Sharing implements AutoCloseable {
 
     private static boolean cancel(CounterFile counters, int slot, int tag) {
         try {
-            if (counters.cancel(slot, tag)) {
-                return true;
-            }
-            Libc.deliverPendingFault(); // a read of a truncated file fails the cancel and throws late
-            return false;
+            return counters.cancel(slot, tag);
         } catch (InternalError e) {
-            throw new InvalidDataException(counters + " is damaged (truncated by another process?): " + e, e);
+            throw damaged(counters, e);
         }
+    }
+
+    /** The failure to report for a fault on {@code counters}: another process cut it short, most likely. */
+    private static InvalidDataException damaged(CounterFile counters, Throwable fault) {
+        return new InvalidDataException(counters + " is damaged (truncated by another process?): " + fault, fault);
     }
 
     /**
