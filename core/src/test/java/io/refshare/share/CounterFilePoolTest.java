@@ -2,13 +2,10 @@ package io.refshare.share;
 
 import io.refshare.counter.CounterFile;
 import io.refshare.counter.CounterFileLayout;
-import io.refshare.shm.ShmFile;
-import io.refshare.shm.ShmKind;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.concurrent.CompletableFuture;
@@ -114,9 +111,6 @@ class CounterFilePoolTest {
     }
 
     private void writeSlot(String counterFile, int slot, long word) {
-        try (ShmFile f = shm.directory().open(counterFile, ShmKind.COUNTERS, CounterFileLayout.HEADER_LENGTH)) {
-            int peers = f.segment().get(ValueLayout.JAVA_INT, CounterFileLayout.PEER_CAPACITY_OFFSET);
-            f.segment().set(ValueLayout.JAVA_LONG, CounterFileLayout.slotsOffset(peers) + 8L * slot, word);
-        }
+        CounterSlots.write(shm.directory(), counterFile, slot, word);
     }
 }

@@ -3,12 +3,10 @@ package io.refshare.share;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.Refshare;
 import io.refshare.exceptions.RefshareException;
-import io.refshare.counter.CounterFileLayout;
 import io.refshare.inspect.Janitor;
 import io.refshare.shm.FileHeader;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
-import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 import io.refshare.Tensor;
 import io.refshare.testing.BackgroundThreads;
@@ -21,7 +19,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
-import java.lang.foreign.ValueLayout;
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
 import java.util.HexFormat;
@@ -326,10 +323,7 @@ class DamagedFilesTest {
     }
 
     private void writeSlot(String counterFile, int slot, long word) {
-        try (ShmFile f = shm.directory().open(counterFile, ShmKind.COUNTERS, CounterFileLayout.HEADER_LENGTH)) {
-            int peers = f.segment().get(ValueLayout.JAVA_INT, CounterFileLayout.PEER_CAPACITY_OFFSET);
-            f.segment().set(ValueLayout.JAVA_LONG, CounterFileLayout.slotsOffset(peers) + 8L * slot, word);
-        }
+        CounterSlots.write(shm.directory(), counterFile, slot, word);
     }
 
     private void truncate(String name, long size) throws IOException {
