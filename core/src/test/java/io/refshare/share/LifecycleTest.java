@@ -274,4 +274,72 @@ class LifecycleTest {
             assertThrows(IllegalStateException.class, () -> consumer.allocateBytes(1));
         }
     }
+
+    /**
+     * The limbo's collections look at blocks outside its lock while the producer keeps dropping
+     * blocks into it: four producing threads, a consumer releasing behind them, and two threads
+     * collecting all the time beside the background collector. Every block must be freed exactly
+     * once (a second free of a block throws in the allocator) and none may stay counted.
+     */
+    @Test
+    void dropsAndCollectionsRacingFreeEveryBlockOnce() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config())) {
+            int threads = 4;
+            int perThread = 3_000;
+            java.util.concurrent.BlockingQueue<Tensor> received = new java.util.concurrent.LinkedBlockingQueue<>();
+            java.util.concurrent.atomic.AtomicBoolean producing = new java.util.concurrent.atomic.AtomicBoolean(true);
+            java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
+            java.util.List<Thread> workers = new java.util.ArrayList<>();
+            for (int i = 0; i < threads; i++) {
+                workers.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        for (int n = 0; n < perThread; n++) {
+                            try (Tensor t = producer.allocateBytes(64)) {
+                                received.add(consumer.receive(producer.share(t)));
+                            } // dropped while the consumer holds it: into the limbo
+                        }
+                    } catch (Throwable e) {
+                        failures.add(e);
+                    }
+                }));
+            }
+            Thread releaser = Thread.ofPlatform().start(() -> {
+                try {
+                    for (int n = 0; n < threads * perThread; n++) {
+                        received.take().close();
+                    }
+                } catch (Throwable e) {
+                    failures.add(e);
+                }
+            });
+            java.util.List<Thread> collectors = new java.util.ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                collectors.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        while (producing.get()) {
+                            producer.collect();
+                        }
+                    } catch (Throwable e) {
+                        failures.add(e);
+                    }
+                }));
+            }
+            for (Thread w : workers) {
+                w.join();
+            }
+            releaser.join();
+            producing.set(false);
+            for (Thread c : collectors) {
+                c.join();
+            }
+            assertEquals(java.util.List.of(), java.util.List.copyOf(failures));
+            Eventually.await(() -> {
+                producer.collect();
+                return producer.stats().limboBlocks() == 0;
+            }, "every block came back and none was lost from the limbo's count");
+            assertEquals(0, producer.stats().allocator().blocksInUse());
+            assertTrue(producer.stats().collected() <= (long) threads * perThread, "no block collected twice");
+        }
+    }
 }
