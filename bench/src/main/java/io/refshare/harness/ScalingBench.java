@@ -15,6 +15,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -65,9 +67,42 @@ final class ScalingBench {
      */
     private static final int ROUNDS = 5;
 
-    /** One point of a curve: {@code producers} -> {@code consumers} at {@code size}. */
+    /**
+     * One point of a curve: {@code producers} -> {@code consumers} at {@code size}, with what the
+     * curve's single process (the producer of fan-out, the consumer of fan-in: this JVM) spent on
+     * its thread: CPU nanoseconds per message, the system's share of them, and the share of the
+     * point's time the thread was on a CPU at all.
+     */
     record Point(long size, int producers, int consumers, long messages, double tensorsPerSecond, double p50Micros,
-                 double p99Micros) {
+                 double p99Micros, Cpu single) {
+    }
+
+    /** A thread's CPU time over a stretch of wall-clock time, from {@link ThreadMXBean}. */
+    record Cpu(long nanos, long cpuNanos, long userNanos) {
+        private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+
+        /** This thread's CPU so far, to be ended by {@link #since}. */
+        static Cpu now() {
+            return new Cpu(System.nanoTime(), THREADS.getCurrentThreadCpuTime(), THREADS.getCurrentThreadUserTime());
+        }
+
+        /** This thread's CPU from {@code start} to now. */
+        static Cpu since(Cpu start) {
+            Cpu end = now();
+            return new Cpu(end.nanos - start.nanos, end.cpuNanos - start.cpuNanos, end.userNanos - start.userNanos);
+        }
+
+        double nanosPer(long messages) {
+            return (double) cpuNanos / Math.max(1, messages);
+        }
+
+        double systemShare() {
+            return cpuNanos <= 0 ? 0 : (double) (cpuNanos - userNanos) / cpuNanos;
+        }
+
+        double onCpuShare() {
+            return nanos <= 0 ? 0 : (double) cpuNanos / nanos;
+        }
     }
 
     private final Refshare rs;
@@ -149,6 +184,7 @@ final class ScalingBench {
     /** This JVM puts {@code messages} to {@code consumers} peers draining one queue. */
     private Point fanOut(long size, List<PeerProcess> consumers, long messages) throws Exception {
         List<String> results = new ArrayList<>();
+        Cpu producer;
         try (ShareQueue queue = rs.createQueue(CAPACITY)) {
             for (PeerProcess consumer : consumers) {
                 consumer.send(BenchPeer.RS_DRAIN, queue.name());
@@ -156,12 +192,14 @@ final class ScalingBench {
             for (PeerProcess consumer : consumers) {
                 consumer.await(BenchPeer.READY);
             }
+            Cpu start = Cpu.now();
             for (long m = 0; m < messages; m++) {
                 try (Tensor t = rs.allocateBytes(size)) {
                     t.data().set(STAMP, 0, System.nanoTime());
                     queue.put(t);
                 }
             }
+            producer = Cpu.since(start);
             queue.endOfStream();
             for (PeerProcess consumer : consumers) {
                 results.add(consumer.await(BenchPeer.RESULT));
@@ -184,13 +222,14 @@ final class ScalingBench {
         if (count != messages) {
             throw new IOException("fan-out to " + consumers.size() + ": " + count + " of " + messages + " messages taken");
         }
-        return logged(point(size, 1, consumers.size(), count, last - first, latency));
+        return logged(point(size, 1, consumers.size(), count, last - first, latency, producer), "producer");
     }
 
     /** {@code producers} peers put {@code perProducer} messages each; this JVM takes them all. */
     private Point fanIn(long size, int producers, long perProducer) throws Exception {
         long total = perProducer * producers;
         Histogram latency = new Histogram(3);
+        Cpu consumer;
         long first = 0;
         long last = 0;
         try (ShareQueue queue = rs.createQueue(CAPACITY)) {
@@ -203,6 +242,7 @@ final class ScalingBench {
             for (int i = 0; i < producers; i++) {
                 peers.get(i).send("GO");
             }
+            Cpu start = Cpu.now();
             for (long m = 0; m < total; m++) {
                 try (Tensor t = queue.take()) {
                     last = System.nanoTime();
@@ -212,11 +252,12 @@ final class ScalingBench {
                     first = last;
                 }
             }
+            consumer = Cpu.since(start);
             for (int i = 0; i < producers; i++) {
                 peers.get(i).await("PUT");
             }
         }
-        return logged(point(size, producers, 1, total, last - first, latency));
+        return logged(point(size, producers, 1, total, last - first, latency, consumer), "consumer");
     }
 
     /** Point by point, the round with the median rate (its latencies with it). */
@@ -231,9 +272,10 @@ final class ScalingBench {
         return medians;
     }
 
-    private static Point point(long size, int producers, int consumers, long count, long nanos, Histogram latency) {
+    private static Point point(long size, int producers, int consumers, long count, long nanos, Histogram latency,
+                               Cpu single) {
         return new Point(size, producers, consumers, count, (count - 1) * 1e9 / Math.max(1, nanos),
-                latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(99) / 1e3);
+                latency.getValueAtPercentile(50) / 1e3, latency.getValueAtPercentile(99) / 1e3, single);
     }
 
     /** A histogram as one word of a reply line: its compressed encoding in Base64. */
@@ -251,9 +293,11 @@ final class ScalingBench {
         }
     }
 
-    private Point logged(Point p) {
-        log.printf(Locale.ROOT, "  %s: %d -> %d: %,.0f tensors/s, p50 %.1f us%n", ByteSize.label(p.size()),
-                p.producers(), p.consumers(), p.tensorsPerSecond(), p.p50Micros());
+    /** Logs {@code p}, whose single process is the {@code single} ("producer" or "consumer"). */
+    private Point logged(Point p, String single) {
+        log.printf(Locale.ROOT, "  %s: %d -> %d: %,.0f tensors/s, p50 %.1f us; the %s's thread %.2f us of CPU a message%n",
+                ByteSize.label(p.size()), p.producers(), p.consumers(), p.tensorsPerSecond(), p.p50Micros(), single,
+                p.single().nanosPer(p.messages()) / 1e3);
         return p;
     }
 
@@ -261,18 +305,22 @@ final class ScalingBench {
         MachineInfo m = MachineInfo.detect();
         return String.format(Locale.ROOT, "refshare bench --scaling, %s UTC: %s, %d cores, %s; JDK %s; load %s at the "
                         + "start%nqueue capacity %d, a fresh pooled tensor per message (only its stamp written); each point the median of %d rounds%n"
-                        + "%-9s %-8s %9s %9s %12s %10s %10s %14s%n", java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)
+                        + "single side: the thread of the curve's one process (fan-out: the producer; fan-in: the consumer),"
+                        + " its CPU time per message, the system's%nshare of it, and the share of the point's time it was on a CPU%n"
+                        + "%-9s %-8s %9s %9s %12s %10s %10s %14s %17s %7s %7s%n", java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)
                         .withNano(0).toLocalDateTime(), m.cpu(), m.cores(), m.memory(), m.jdk(), MachineInfo.loadAverage(),
-                CAPACITY, ROUNDS, "size", "curve", "producers", "consumers", "tensors/s", "p50 us", "p99 us", "vs 1 process");
+                CAPACITY, ROUNDS, "size", "curve", "producers", "consumers", "tensors/s", "p50 us", "p99 us", "vs 1 process",
+                "single: us CPU/msg", "system", "on CPU");
     }
 
     private static String rows(String curve, List<Point> points) {
         StringBuilder s = new StringBuilder();
         double one = points.getFirst().tensorsPerSecond();
         for (Point p : points) {
-            s.append(String.format(Locale.ROOT, "%-9s %-8s %9d %9d %,12.0f %10.1f %10.1f %13.2fx%n",
+            s.append(String.format(Locale.ROOT, "%-9s %-8s %9d %9d %,12.0f %10.1f %10.1f %13.2fx %17.2f %6.0f%% %6.0f%%%n",
                     ByteSize.label(p.size()), curve, p.producers(), p.consumers(), p.tensorsPerSecond(), p.p50Micros(),
-                    p.p99Micros(), p.tensorsPerSecond() / one));
+                    p.p99Micros(), p.tensorsPerSecond() / one, p.single().nanosPer(p.messages()) / 1e3,
+                    100 * p.single().systemShare(), 100 * p.single().onCpuShare()));
         }
         return s.toString();
     }
