@@ -30,8 +30,6 @@ import java.util.concurrent.TimeUnit;
  */
 final class Limbo {
     private List<SentBlock> waiting = new ArrayList<>();
-    /** An empty list for the next collection to leave in place of the one it takes (saves an allocation each). */
-    private List<SentBlock> spare = new ArrayList<>();
     /** Waiting blocks plus those taken out by a collection and not yet put back or disposed of. */
     private int blocks;
     private long bytes;
@@ -64,8 +62,7 @@ final class Limbo {
                 return 0;
             }
             taken = waiting;
-            waiting = spare != null ? spare : new ArrayList<>();
-            spare = null;
+            waiting = new ArrayList<>();
         }
         List<SentBlock> free = new ArrayList<>();
         long freedBytes = 0;
@@ -91,8 +88,6 @@ final class Limbo {
             }
             synchronized (this) {
                 taken.addAll(waiting); // those added meanwhile, after the older ones
-                waiting.clear();
-                spare = waiting;
                 waiting = taken;
                 if (free.isEmpty()) {
                     notifyAll(); // for collectAndSettle: nothing of ours is out any more

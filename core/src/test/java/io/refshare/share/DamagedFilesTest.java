@@ -17,6 +17,7 @@ import io.refshare.testing.TempShm;
 import io.refshare.wire.DescriptorCodec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -183,8 +184,7 @@ class DamagedFilesTest {
             consumer.receive(first).close(); // the consumer maps the counter file
             truncate(counterFileOf(first), 64);
             // through the existing mapping (a fault on the truncated page) ...
-            RefshareException mapped = assertThrows(RefshareException.class, () -> consumer.receive(second));
-            assertTrue(mapped.getMessage().contains("damaged"), mapped.getMessage());
+            assertDamaged(() -> consumer.receive(second), "through the existing mapping");
             // ... and opened afresh
             try (Refshare another = Refshare.open(shm.config())) {
                 assertThrows(InvalidDataException.class, () -> another.receive(second));
@@ -215,9 +215,7 @@ class DamagedFilesTest {
                     t.close();
                     consumer.receive(first).close();
                     truncate(counterFileOf(first), 64);
-                    RefshareException e = assertThrows(RefshareException.class, () -> consumer.receive(second),
-                            "round " + round);
-                    assertTrue(e.getMessage().contains("damaged"), e.getMessage());
+                    assertDamaged(() -> consumer.receive(second), "round " + round);
                 });
     }
 
@@ -247,9 +245,7 @@ class DamagedFilesTest {
                     byte[] m = producer.share(t);
                     t.close();
                     truncate(counterFileOf(m), 64);
-                    RefshareException e = assertThrows(RefshareException.class, () -> consumer.cancel(m),
-                            "round " + round);
-                    assertTrue(e.getMessage().contains("damaged"), e.getMessage());
+                    assertDamaged(() -> consumer.cancel(m), "round " + round);
                 });
     }
 
@@ -346,5 +342,11 @@ class DamagedFilesTest {
     /** The killed consumers' status and life files, as the janitor removes them. */
     private void sweepDeadProcessesFiles() throws IOException {
         Janitor.sweep(shm.directory(), false);
+    }
+
+    /** {@code call} fails with a RefshareException that says the file is damaged. */
+    private static void assertDamaged(Executable call, String when) {
+        RefshareException e = assertThrows(RefshareException.class, call, when);
+        assertTrue(e.getMessage().contains("damaged"), e.getMessage());
     }
 }
