@@ -18,7 +18,9 @@ import io.refshare.wire.DescriptorCodec;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.AbstractList;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
@@ -217,7 +219,7 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensors} or one of them is null
      */
     public void putAll(List<Tensor> tensors) throws InterruptedException {
-        List<Message> messages = shareAll(tensors);
+        List<? extends Message> messages = shareAll(tensors);
         markOffered();
         int sent = 0;
         try {
@@ -254,32 +256,18 @@ public final class ShareQueue implements AutoCloseable {
     /**
      * {@link #share} of every tensor of a batch, in order. Host tensors take their tokens
      * together ({@link Sharing#shareHostAll}: the counter pool's lock once for the batch, a
-     * tensor put several times in a row held once); a batch with device memory in it is shared
-     * tensor by tensor. Nothing is counted when it throws.
+     * tensor put several times in a row held once) into this thread's {@link HostBatch}; a
+     * batch with device memory in it is shared tensor by tensor. Nothing is counted when it throws.
      */
-    private List<Message> shareAll(List<Tensor> tensors) {
-        int n = tensors.size();
-        Storage[] storages = new Storage[n];
-        TensorLayout[] layouts = new TensorLayout[n];
+    private List<? extends Message> shareAll(List<Tensor> tensors) {
         boolean allHost = true;
-        int i = 0;
         for (Tensor t : tensors) {
-            Objects.requireNonNull(t, "tensor");
-            storages[i] = t.storage();
-            layouts[i] = t.layout();
-            allHost &= storages[i].backend() == Backend.HOST;
-            i++;
+            allHost &= Objects.requireNonNull(t, "tensor").storage().backend() == Backend.HOST;
         }
-        List<Message> messages = new ArrayList<>(n);
         if (allHost) {
-            Sharing sharing = refshare.sharing();
-            long[] tokens = new long[n];
-            sharing.shareHostAll(storages, layouts, tokens, n);
-            for (int m = 0; m < n; m++) {
-                messages.add(new HostMessage().of(sharing, storages[m], layouts[m], tokens[m]));
-            }
-            return messages;
+            return HostBatch.OF_THIS_THREAD.get().share(refshare.sharing(), tensors);
         }
+        List<Message> messages = new ArrayList<>(tensors.size());
         try {
             for (Tensor t : tensors) {
                 messages.add(share(t, new HostMessage()));
@@ -346,6 +334,72 @@ public final class ShareQueue implements AutoCloseable {
             sharing = null;
             storage = null;
             layout = null;
+        }
+    }
+
+    /**
+     * The messages of one {@code putAll} of host tensors, with the arrays that shared them: one
+     * per thread, reused batch after batch (a thread puts one batch at a time), so that once its
+     * arrays are as long as the batches a batch allocates nothing here. Between batches it holds
+     * no storage or layout: {@link #share} drops what it gathered, and each message lets go of
+     * its own at {@link HostMessage#done}.
+     */
+    private static final class HostBatch extends AbstractList<HostMessage> {
+        static final ThreadLocal<HostBatch> OF_THIS_THREAD = ThreadLocal.withInitial(HostBatch::new);
+        private Storage[] storages = new Storage[0];
+        private TensorLayout[] layouts = new TensorLayout[0];
+        private int[] tags = new int[0];
+        private long[] tokens = new long[0];
+        private HostMessage[] messages = new HostMessage[0];
+        private int size;
+
+        /** Counts one reference for each of {@code tensors} (all host memory) and answers their messages. */
+        HostBatch share(Sharing sharing, List<Tensor> tensors) {
+            int n = tensors.size();
+            size = 0;
+            if (messages.length < n) {
+                grow(n);
+            }
+            try {
+                int i = 0;
+                for (Tensor t : tensors) {
+                    storages[i] = t.storage();
+                    layouts[i] = t.layout();
+                    i++;
+                }
+                sharing.shareHostAll(storages, layouts, tags, tokens, n);
+                for (int m = 0; m < n; m++) {
+                    messages[m].of(sharing, storages[m], layouts[m], tokens[m]);
+                }
+                size = n;
+                return this;
+            } finally {
+                Arrays.fill(storages, 0, n, null);
+                Arrays.fill(layouts, 0, n, null);
+            }
+        }
+
+        private void grow(int n) {
+            int length = Math.max(n, 2 * messages.length);
+            storages = new Storage[length];
+            layouts = new TensorLayout[length];
+            tags = new int[length];
+            tokens = new long[length];
+            HostMessage[] more = Arrays.copyOf(messages, length);
+            for (int i = messages.length; i < length; i++) {
+                more[i] = new HostMessage();
+            }
+            messages = more;
+        }
+
+        @Override
+        public HostMessage get(int index) {
+            return messages[Objects.checkIndex(index, size)];
+        }
+
+        @Override
+        public int size() {
+            return size;
         }
     }
 

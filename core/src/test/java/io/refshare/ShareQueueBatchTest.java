@@ -100,6 +100,47 @@ class ShareQueueBatchTest {
         }
     }
 
+    /**
+     * One thread's batches reuse their arrays and messages (ShareQueue.HostBatch): batches that
+     * grow and shrink, and one refused half-way, still send exactly their own tensors.
+     */
+    @Test
+    void batchesOfChangingSizesFromOneThreadSendExactlyTheirOwnTensors() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config());
+             ShareQueue out = producer.createQueue(128); ShareQueue in = consumer.openQueue(out.name())) {
+            int next = 0;
+            for (int size : new int[] {1, 40, 3, 17, 70, 2, 0, 5}) {
+                List<Tensor> batch = new ArrayList<>();
+                for (int i = 0; i < size; i++) {
+                    Tensor t = producer.allocate(DType.INT32, 4);
+                    t.data().set(ValueLayout.JAVA_INT, 0, next + i);
+                    batch.add(t);
+                }
+                if (size == 17) {
+                    Tensor closed = producer.allocate(DType.INT32, 4);
+                    closed.close();
+                    List<Tensor> refused = new ArrayList<>(batch);
+                    refused.add(8, closed);
+                    assertThrows(IllegalStateException.class, () -> out.putAll(refused));
+                    assertEquals(0, out.size(), "a refused batch queues nothing");
+                    assertEquals(0, producer.liveCounts(), "a refused batch counts nothing");
+                }
+                out.putAll(batch);
+                batch.forEach(Tensor::close);
+                List<Tensor> received = new ArrayList<>();
+                assertEquals(size, in.drainTo(received, 128), "the batch of " + size + " and nothing else");
+                for (int i = 0; i < size; i++) {
+                    assertEquals(next + i, received.get(i).data().get(ValueLayout.JAVA_INT, 0), "batch of " + size + ", message " + i);
+                    received.get(i).close();
+                }
+                next += size;
+            }
+            assertEquals(0, producer.liveCounts());
+            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)), "every reference came back");
+        }
+    }
+
     @Test
     void aPutAllOnAnEndedStreamCountsNothing() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());

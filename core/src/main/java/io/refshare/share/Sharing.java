@@ -210,12 +210,13 @@ public final class Sharing implements AutoCloseable {
      * {@link #shareHost} of each of {@code storages[0..n)} with the layout of the same index,
      * the tokens into {@code tokens[0..n)}: what {@code n} calls do, with the counter pool's lock
      * taken once for all of them, and a storage that comes several times in a row held and
-     * recorded once for the run (a batch of references to one tensor). When it throws, nothing
-     * is counted.
+     * recorded once for the run (a batch of references to one tensor). {@code tags[0..n)} is
+     * the caller's room for the blocks' range tags, so that a batch allocates nothing here.
+     * When it throws, nothing is counted.
      *
      * @throws IllegalArgumentException for device memory
      */
-    public void shareHostAll(Storage[] storages, TensorLayout[] layouts, long[] tokens, int n) {
+    public void shareHostAll(Storage[] storages, TensorLayout[] layouts, int[] tags, long[] tokens, int n) {
         ensureOpen();
         for (int i = 0; i < n; i++) {
             if (storages[i].backend() != Backend.HOST) {
@@ -225,7 +226,6 @@ public final class Sharing implements AutoCloseable {
         }
         int held = 0;
         try {
-            int[] tags = new int[n];
             for (int i = 0; i < n; i++) {
                 if (startsRun(storages, i)) {
                     storages[i].retain(); // fails for a closed tensor: then nothing is handed out

@@ -10,6 +10,7 @@ import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
@@ -21,6 +22,9 @@ import org.openjdk.jmh.annotations.Warmup;
 import java.io.IOException;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -43,6 +47,8 @@ public class QueueBenchmark {
     private ShareQueue out;
     private ShareQueue in;
     private Tensor tensor;
+    private List<Tensor> batch;
+    private final List<Tensor> drained = new ArrayList<>(BATCH);
 
     @Setup(Level.Trial)
     public void setUp() throws IOException {
@@ -54,6 +60,7 @@ public class QueueBenchmark {
         in = consumer.openQueue(out.name());
         tensor = producer.allocateBytes(1024);
         tensor.data().fill((byte) 0x5A);
+        batch = Collections.nCopies(BATCH, tensor);
     }
 
     @TearDown(Level.Trial)
@@ -89,5 +96,29 @@ public class QueueBenchmark {
         try (Tensor received = in.take()) {
             return received.data().get(ValueLayout.JAVA_BYTE, 0);
         }
+    }
+
+    /** Tensors per batch in {@link #batchPutDrainReadClose}, as in {@code refshare bench}'s batch row. */
+    static final int BATCH = 32;
+
+    /**
+     * A batch of {@value #BATCH} references to the one tensor through the queue, as the bench's
+     * batch row streams them: one {@code putAll}, then a {@code take} and a
+     * {@code drainTo} of the rest, each tensor's first byte read and each closed. The score is
+     * per tensor.
+     */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public int batchPutDrainReadClose() throws InterruptedException {
+        out.putAll(batch);
+        drained.add(in.take());
+        in.drainTo(drained, BATCH - 1);
+        int sum = 0;
+        for (Tensor t : drained) {
+            sum += t.data().get(ValueLayout.JAVA_BYTE, 0);
+            t.close();
+        }
+        drained.clear();
+        return sum;
     }
 }
