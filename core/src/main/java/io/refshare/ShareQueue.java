@@ -265,7 +265,8 @@ public final class ShareQueue implements AutoCloseable {
             allHost &= Objects.requireNonNull(t, "tensor").storage().backend() == Backend.HOST;
         }
         if (allHost) {
-            return HostBatch.OF_THIS_THREAD.get().share(refshare.sharing(), tensors);
+            HostBatch batch = tensors.size() <= HostBatch.KEPT ? HostBatch.OF_THIS_THREAD.get() : new HostBatch();
+            return batch.share(refshare.sharing(), tensors);
         }
         List<Message> messages = new ArrayList<>(tensors.size());
         try {
@@ -342,9 +343,11 @@ public final class ShareQueue implements AutoCloseable {
      * per thread, reused batch after batch (a thread puts one batch at a time), so that once its
      * arrays are as long as the batches a batch allocates nothing here. Between batches it holds
      * no storage or layout: {@link #share} drops what it gathered, and each message lets go of
-     * its own at {@link HostMessage#done}.
+     * its own at {@link HostMessage#done}. A batch longer than {@value #KEPT} gets one of its
+     * own, so that one huge batch leaves no huge arrays behind in its thread.
      */
     private static final class HostBatch extends AbstractList<HostMessage> {
+        static final int KEPT = 1024;
         static final ThreadLocal<HostBatch> OF_THIS_THREAD = ThreadLocal.withInitial(HostBatch::new);
         private Storage[] storages = new Storage[0];
         private TensorLayout[] layouts = new TensorLayout[0];

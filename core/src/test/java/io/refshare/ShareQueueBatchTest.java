@@ -108,9 +108,9 @@ class ShareQueueBatchTest {
     void batchesOfChangingSizesFromOneThreadSendExactlyTheirOwnTensors() throws Exception {
         try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
              Refshare consumer = Refshare.open(shm.config());
-             ShareQueue out = producer.createQueue(128); ShareQueue in = consumer.openQueue(out.name())) {
+             ShareQueue out = producer.createQueue(2048); ShareQueue in = consumer.openQueue(out.name())) {
             int next = 0;
-            for (int size : new int[] {1, 40, 3, 17, 70, 2, 0, 5}) {
+            for (int size : new int[] {1, 40, 3, 17, 70, 2, 0, 1100, 5}) { // 1,100: longer than a thread keeps
                 List<Tensor> batch = new ArrayList<>();
                 for (int i = 0; i < size; i++) {
                     Tensor t = producer.allocate(DType.INT32, 4);
@@ -129,7 +129,7 @@ class ShareQueueBatchTest {
                 out.putAll(batch);
                 batch.forEach(Tensor::close);
                 List<Tensor> received = new ArrayList<>();
-                assertEquals(size, in.drainTo(received, 128), "the batch of " + size + " and nothing else");
+                assertEquals(size, in.drainTo(received, 2048), "the batch of " + size + " and nothing else");
                 for (int i = 0; i < size; i++) {
                     assertEquals(next + i, received.get(i).data().get(ValueLayout.JAVA_INT, 0), "batch of " + size + ", message " + i);
                     received.get(i).close();
