@@ -84,6 +84,85 @@ class ShareQueueThreadsTest {
         }
     }
 
+    /** As above with batches: each thread's putAll works in its own reused arrays and messages. */
+    @Test
+    void threadsPutBatchesConcurrentlyEachMessageOnce() throws Exception {
+        int threads = 3;
+        int batchesPerThread = 300;
+        int[] sizes = {1, 7, 32, 3};
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config());
+             Refshare consumer = Refshare.open(shm.config())) {
+            ShareQueue out = producer.createQueue(32);
+            ShareQueue in = consumer.openQueue(out.name());
+            ConcurrentHashMap<Long, Boolean> seen = new ConcurrentHashMap<>();
+            AtomicLong bad = new AtomicLong();
+            AtomicLong sent = new AtomicLong();
+            List<Thread> workers = new ArrayList<>();
+            for (int p = 0; p < threads; p++) {
+                long base = (long) p << 32;
+                workers.add(Thread.ofPlatform().start(() -> {
+                    long next = 0;
+                    for (int b = 0; b < batchesPerThread; b++) {
+                        List<Tensor> batch = new ArrayList<>();
+                        for (int i = 0; i < sizes[b % sizes.length]; i++) {
+                            long id = base | next++;
+                            Tensor t = producer.allocateBytes(128);
+                            t.data().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, id);
+                            Patterns.fill(t.data().asSlice(8), id);
+                            batch.add(t);
+                        }
+                        try {
+                            out.putAll(batch);
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(e);
+                        } finally {
+                            batch.forEach(Tensor::close);
+                        }
+                        sent.addAndGet(batch.size());
+                    }
+                }));
+            }
+            List<Thread> takers = new ArrayList<>();
+            for (int c = 0; c < 2; c++) {
+                takers.add(Thread.ofPlatform().start(() -> {
+                    List<Tensor> got = new ArrayList<>();
+                    try {
+                        while (true) {
+                            got.add(in.take());
+                            in.drainTo(got, 15);
+                            for (Tensor t : got) {
+                                long id = t.data().get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+                                if (Patterns.firstMismatch(t.data().asSlice(8), id) >= 0
+                                        || seen.put(id, Boolean.TRUE) != null) {
+                                    bad.incrementAndGet();
+                                }
+                                t.close();
+                            }
+                            got.clear();
+                        }
+                    } catch (QueueClosedException end) {
+                        // end of stream
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                }));
+            }
+            for (Thread w : workers) {
+                w.join();
+            }
+            out.endOfStream();
+            for (Thread t : takers) {
+                assertTrue(t.join(Duration.ofSeconds(60)), "taker finished");
+            }
+            assertEquals(0, bad.get(), "no message corrupt or delivered twice");
+            assertEquals(sent.get(), seen.size(), "every message delivered");
+            in.close();
+            out.close();
+            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)));
+            assertEquals(0, producer.stats().allocator().blocksInUse());
+        }
+    }
+
     @Test
     void aTimedOutOfferCountsNothing() throws Exception {
         try (TempShm shm = new TempShm(); Refshare rs = Refshare.open(shm.config());
