@@ -3,24 +3,14 @@ package io.refshare;
 import io.refshare.channel.ShmQueue;
 import io.refshare.channel.RepeatedWarning;
 import io.refshare.channel.Incoming;
-import io.refshare.channel.Outgoing;
 import io.refshare.channel.QueueStats;
 import io.refshare.exceptions.QueueClosedException;
 import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.exceptions.ResourceLimitException;
-import io.refshare.share.Sharing;
-import io.refshare.share.Storage;
-import io.refshare.tensor.TensorLayout;
-import io.refshare.wire.Backend;
-import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
 
-import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.AbstractList;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
@@ -185,7 +175,7 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensor} or {@code unit} is null
      */
     public boolean offer(Tensor tensor, long timeout, TimeUnit unit) throws InterruptedException {
-        Message message = share(tensor, HostMessage.OF_THIS_THREAD.get());
+        PutMessage message = PutMessage.of(refshare, tensor);
         markOffered(); // a producer from its first real attempt, even one that times out
         boolean sent = false;
         try {
@@ -219,7 +209,7 @@ public final class ShareQueue implements AutoCloseable {
      * @throws NullPointerException  when {@code tensors} or one of them is null
      */
     public void putAll(List<Tensor> tensors) throws InterruptedException {
-        List<? extends Message> messages = shareAll(tensors);
+        List<? extends PutMessage> messages = PutMessage.ofAll(refshare, tensors);
         markOffered();
         int sent = 0;
         try {
@@ -233,7 +223,7 @@ public final class ShareQueue implements AutoCloseable {
             for (int i = sent; i < messages.size(); i++) {
                 messages.get(i).cancel();
             }
-            messages.forEach(Message::done);
+            messages.forEach(PutMessage::done);
         }
     }
 
@@ -241,191 +231,6 @@ public final class ShareQueue implements AutoCloseable {
     private void markOffered() {
         if (!offered) {
             offered = true;
-        }
-    }
-
-    /**
-     * Counts one reference to {@code tensor}'s memory for a message of this queue: in
-     * {@code host} (filled) for host memory, in a new described message for device memory.
-     */
-    private Message share(Tensor tensor, HostMessage host) {
-        return tensor.storage().backend() == Backend.HOST ? host.share(refshare, tensor)
-                : new DescribedMessage(refshare.sharing(), refshare.shareDescriptor(tensor));
-    }
-
-    /**
-     * {@link #share} of every tensor of a batch, in order. Host tensors take their tokens
-     * together ({@link Sharing#shareHostAll}: the counter pool's lock once for the batch, a
-     * tensor put several times in a row held once) into this thread's {@link HostBatch}; a
-     * batch with device memory in it is shared tensor by tensor. Nothing is counted when it throws.
-     */
-    private List<? extends Message> shareAll(List<Tensor> tensors) {
-        boolean allHost = true;
-        for (Tensor t : tensors) {
-            allHost &= Objects.requireNonNull(t, "tensor").storage().backend() == Backend.HOST;
-        }
-        if (allHost) {
-            HostBatch batch = tensors.size() <= HostBatch.KEPT ? HostBatch.OF_THIS_THREAD.get() : new HostBatch();
-            return batch.share(refshare.sharing(), tensors);
-        }
-        List<Message> messages = new ArrayList<>(tensors.size());
-        try {
-            for (Tensor t : tensors) {
-                messages.add(share(t, new HostMessage()));
-            }
-        } catch (RuntimeException e) {
-            messages.forEach(Message::cancel);
-            throw e;
-        }
-        return messages;
-    }
-
-    /** A message counted for a put, written straight into the queue's cell; one never queued is cancelled. */
-    private sealed interface Message extends Outgoing permits HostMessage, DescribedMessage {
-        void cancel();
-
-        /** The message is queued or cancelled: it lets go of what it referred to. */
-        void done();
-    }
-
-    /**
-     * Host memory: written from the storage and the token, with no descriptor object in
-     * between. A single put reuses its thread's instance, so that a put allocates nothing
-     * whatever the compiler's escape analysis decides.
-     */
-    private static final class HostMessage implements Message {
-        static final ThreadLocal<HostMessage> OF_THIS_THREAD = ThreadLocal.withInitial(HostMessage::new);
-        private Sharing sharing;
-        private Storage storage;
-        private TensorLayout layout;
-        private long token;
-
-        HostMessage share(Refshare refshare, Tensor tensor) {
-            Sharing s = refshare.sharing();
-            Storage st = tensor.storage();
-            return of(s, st, tensor.layout(), s.shareHost(st, tensor.layout()));
-        }
-
-        /** The message of a token already handed out for {@code st}. */
-        HostMessage of(Sharing s, Storage st, TensorLayout l, long handedOut) {
-            sharing = s;
-            storage = st;
-            layout = l;
-            token = handedOut;
-            return this;
-        }
-
-        @Override
-        public int byteSize() {
-            return sharing.encodedSize(storage, layout, token);
-        }
-
-        @Override
-        public void writeTo(MemorySegment cell, long offset) {
-            sharing.encode(storage, layout, token, cell, offset);
-        }
-
-        @Override
-        public void cancel() {
-            sharing.cancel(storage, token);
-        }
-
-        @Override
-        public void done() {
-            sharing = null;
-            storage = null;
-            layout = null;
-        }
-    }
-
-    /**
-     * The messages of one {@code putAll} of host tensors, with the arrays that shared them: one
-     * per thread, reused batch after batch (a thread puts one batch at a time), so that once its
-     * arrays are as long as the batches a batch allocates nothing here. Between batches it holds
-     * no storage or layout: {@link #share} drops what it gathered, and each message lets go of
-     * its own at {@link HostMessage#done}. A batch longer than {@value #KEPT} gets one of its
-     * own, so that one huge batch leaves no huge arrays behind in its thread.
-     */
-    private static final class HostBatch extends AbstractList<HostMessage> {
-        static final int KEPT = 1024;
-        static final ThreadLocal<HostBatch> OF_THIS_THREAD = ThreadLocal.withInitial(HostBatch::new);
-        private Storage[] storages = new Storage[0];
-        private TensorLayout[] layouts = new TensorLayout[0];
-        private int[] tags = new int[0];
-        private long[] tokens = new long[0];
-        private HostMessage[] messages = new HostMessage[0];
-        private int size;
-
-        /** Counts one reference for each of {@code tensors} (all host memory) and answers their messages. */
-        HostBatch share(Sharing sharing, List<Tensor> tensors) {
-            int n = tensors.size();
-            size = 0;
-            if (messages.length < n) {
-                grow(n);
-            }
-            try {
-                int i = 0;
-                for (Tensor t : tensors) {
-                    storages[i] = t.storage();
-                    layouts[i] = t.layout();
-                    i++;
-                }
-                sharing.shareHostAll(storages, layouts, tags, tokens, n);
-                for (int m = 0; m < n; m++) {
-                    messages[m].of(sharing, storages[m], layouts[m], tokens[m]);
-                }
-                size = n;
-                return this;
-            } finally {
-                Arrays.fill(storages, 0, n, null);
-                Arrays.fill(layouts, 0, n, null);
-            }
-        }
-
-        private void grow(int n) {
-            int length = Math.max(n, 2 * messages.length);
-            storages = new Storage[length];
-            layouts = new TensorLayout[length];
-            tags = new int[length];
-            tokens = new long[length];
-            HostMessage[] more = Arrays.copyOf(messages, length);
-            for (int i = messages.length; i < length; i++) {
-                more[i] = new HostMessage();
-            }
-            messages = more;
-        }
-
-        @Override
-        public HostMessage get(int index) {
-            return messages[Objects.checkIndex(index, size)];
-        }
-
-        @Override
-        public int size() {
-            return size;
-        }
-    }
-
-    /** Device memory: its descriptor carries this message's own event. */
-    private record DescribedMessage(Sharing sharing, Descriptor descriptor) implements Message {
-        @Override
-        public int byteSize() {
-            return DescriptorCodec.encodedSize(descriptor);
-        }
-
-        @Override
-        public void writeTo(MemorySegment cell, long offset) {
-            DescriptorCodec.encode(descriptor, cell, offset);
-        }
-
-        @Override
-        public void cancel() {
-            sharing.cancel(descriptor);
-        }
-
-        @Override
-        public void done() {
-            // immutable: nothing to let go of
         }
     }
 

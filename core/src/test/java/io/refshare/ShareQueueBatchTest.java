@@ -101,7 +101,7 @@ class ShareQueueBatchTest {
     }
 
     /**
-     * One thread's batches reuse their arrays and messages (ShareQueue.HostBatch): batches that
+     * One thread's batches reuse their arrays and messages (PutMessage.HostBatch): batches that
      * grow and shrink, and one refused half-way, still send exactly their own tensors.
      */
     @Test

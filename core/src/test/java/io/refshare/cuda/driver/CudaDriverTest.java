@@ -6,6 +6,7 @@ import io.refshare.Internals;
 import io.refshare.tensor.Device;
 import io.refshare.exceptions.OutOfSharedMemoryException;
 import io.refshare.Refshare;
+import io.refshare.ShareQueue;
 import io.refshare.tensor.DType;
 import io.refshare.Tensor;
 import io.refshare.testing.ChildJvm;
@@ -211,6 +212,73 @@ class CudaDriverTest {
                 assertEquals(opensBefore, td.counter("cuIpcOpenMemHandle") + td.counter("cuIpcOpenEventHandle"));
                 assertNoDeviceObjectsLeft(td);
             }
+        }
+    }
+
+    /**
+     * A batch with device memory in it goes through a queue tensor by tensor, in order, each
+     * device message with its own event; a batch refused half-way counts nothing.
+     */
+    @Test
+    void aBatchMixingHostAndDeviceTensorsGoesThroughAQueue() throws InterruptedException {
+        CudaTestSupport.require();
+        try (TempShm shm = new TempShm()) {
+            TestDouble td = useShm(shm);
+            try (Refshare rs = Refshare.open(shm.config()); Arena arena = Arena.ofConfined();
+                 ShareQueue out = rs.createQueue(8); ShareQueue in = rs.openQueue(out.name())) {
+                Tensor first = rs.allocate(DType.INT32, 100);
+                Tensor device = rs.allocate(Device.cuda(0), DType.INT32, 1000);
+                Tensor last = rs.allocate(DType.INT32, 100);
+                Patterns.fill(first.data(), 1);
+                Patterns.fill(last.data(), 3);
+                MemorySegment host = arena.allocate(4000);
+                Patterns.fill(host, 2);
+                rs.cuda().copyFromHost(host, device);
+                Tensor closed = rs.allocate(Device.cuda(0), DType.INT32, 10);
+                closed.close();
+                assertThrows(IllegalStateException.class, () -> out.putAll(List.of(first, device, closed)));
+                assertEquals(0, out.size(), "a refused batch queues nothing");
+                assertEquals(0, rs.liveCounts(), "a refused batch counts nothing");
+
+                out.putAll(List.of(first, device, last));
+                assertEquals(3, rs.liveCounts(), "one reference per message");
+                List.of(first, device, last).forEach(Tensor::close);
+                try (Tensor a = in.take(); Tensor b = in.take(); Tensor c = in.take()) {
+                    assertEquals(-1, Patterns.firstMismatch(a.data(), 1), "the first, from host memory");
+                    assertEquals(-1, Patterns.firstMismatch(rs.cuda().copyToHost(b, arena), 2), "the second, from the device");
+                    assertEquals(-1, Patterns.firstMismatch(c.data(), 3), "the last, from host memory");
+                }
+                assertEquals(0, rs.liveCounts());
+                assertTrue(rs.awaitLimboEmpty(java.time.Duration.ofSeconds(10)), "every block came back");
+                assertEquals(0, rs.cuda().stats().liveEvents(), "the device message's event freed with its block");
+            }
+            if (td != null) {
+                assertNoDeviceObjectsLeft(td);
+            }
+        }
+    }
+
+    /** A batch whose device tensor cannot be shared (its event fails) gives back what the tensors before it counted. */
+    @Test
+    void aBatchWhoseDeviceTensorFailsCountsNothing() throws InterruptedException {
+        CudaTestSupport.requireDouble("fail the device message's event");
+        TestDouble td = CudaTestSupport.testDouble();
+        try (TempShm shm = new TempShm()) {
+            td.configure(shm.path(), -1, -1);
+            try (Refshare rs = Refshare.open(shm.config()); ShareQueue out = rs.createQueue(8)) {
+                Tensor host = rs.allocate(DType.INT32, 100);
+                Tensor device = rs.allocate(Device.cuda(0), DType.INT32, 1000);
+                td.fail("cuEventRecord", 700, 1);
+                assertThrows(CudaException.class, () -> out.putAll(List.of(host, host, device)));
+                assertEquals(0, out.size(), "nothing queued");
+                assertEquals(0, rs.liveCounts(), "the host tensor's two references were given back");
+                host.close();
+                device.close();
+                assertTrue(rs.awaitLimboEmpty(java.time.Duration.ofSeconds(10)));
+            } finally {
+                td.reset();
+            }
+            assertNoDeviceObjectsLeft(td);
         }
     }
 
