@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -30,8 +31,7 @@ class ShareQueueThreadsTest {
              Refshare consumer = Refshare.open(shm.config())) {
             ShareQueue out = producer.createQueue(32);
             ShareQueue in = consumer.openQueue(out.name());
-            ConcurrentHashMap<Long, Boolean> seen = new ConcurrentHashMap<>();
-            AtomicLong bad = new AtomicLong();
+            Seen seen = new Seen();
             List<Thread> workers = new ArrayList<>();
             for (int p = 0; p < threads; p++) {
                 long base = (long) p << 32;
@@ -54,11 +54,7 @@ class ShareQueueThreadsTest {
                     try {
                         while (true) {
                             try (Tensor t = in.take()) {
-                                long id = t.data().get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                                if (Patterns.firstMismatch(t.data().asSlice(8), id) >= 0
-                                        || seen.put(id, Boolean.TRUE) != null) {
-                                    bad.incrementAndGet();
-                                }
+                                seen.check(t);
                             }
                         }
                     } catch (QueueClosedException end) {
@@ -68,19 +64,7 @@ class ShareQueueThreadsTest {
                     }
                 }));
             }
-            for (Thread w : workers) {
-                w.join();
-            }
-            out.endOfStream();
-            for (Thread t : takers) {
-                assertTrue(t.join(Duration.ofSeconds(60)), "taker finished");
-            }
-            assertEquals(0, bad.get(), "no message corrupt or delivered twice");
-            assertEquals(threads * perThread, seen.size(), "every message delivered");
-            in.close();
-            out.close();
-            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)));
-            assertEquals(0, producer.stats().allocator().blocksInUse());
+            endAndCheck(workers, takers, out, in, producer, () -> (long) threads * perThread, seen);
         }
     }
 
@@ -94,8 +78,7 @@ class ShareQueueThreadsTest {
              Refshare consumer = Refshare.open(shm.config())) {
             ShareQueue out = producer.createQueue(32);
             ShareQueue in = consumer.openQueue(out.name());
-            ConcurrentHashMap<Long, Boolean> seen = new ConcurrentHashMap<>();
-            AtomicLong bad = new AtomicLong();
+            Seen seen = new Seen();
             AtomicLong sent = new AtomicLong();
             List<Thread> workers = new ArrayList<>();
             for (int p = 0; p < threads; p++) {
@@ -131,11 +114,7 @@ class ShareQueueThreadsTest {
                             got.add(in.take());
                             in.drainTo(got, 15);
                             for (Tensor t : got) {
-                                long id = t.data().get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                                if (Patterns.firstMismatch(t.data().asSlice(8), id) >= 0
-                                        || seen.put(id, Boolean.TRUE) != null) {
-                                    bad.incrementAndGet();
-                                }
+                                seen.check(t);
                                 t.close();
                             }
                             got.clear();
@@ -147,20 +126,42 @@ class ShareQueueThreadsTest {
                     }
                 }));
             }
-            for (Thread w : workers) {
-                w.join();
-            }
-            out.endOfStream();
-            for (Thread t : takers) {
-                assertTrue(t.join(Duration.ofSeconds(60)), "taker finished");
-            }
-            assertEquals(0, bad.get(), "no message corrupt or delivered twice");
-            assertEquals(sent.get(), seen.size(), "every message delivered");
-            in.close();
-            out.close();
-            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)));
-            assertEquals(0, producer.stats().allocator().blocksInUse());
+            endAndCheck(workers, takers, out, in, producer, sent::get, seen);
         }
+    }
+
+    /** What the takers saw: each message's id, once, and whether its bytes were intact. */
+    private static final class Seen {
+        final ConcurrentHashMap<Long, Boolean> ids = new ConcurrentHashMap<>();
+        final AtomicLong bad = new AtomicLong();
+
+        void check(Tensor t) {
+            long id = t.data().get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+            if (Patterns.firstMismatch(t.data().asSlice(8), id) >= 0 || ids.put(id, Boolean.TRUE) != null) {
+                bad.incrementAndGet();
+            }
+        }
+    }
+
+    /**
+     * Ends the stream once the putters are done, waits for the takers, and checks what they saw
+     * against what was {@code sent} (read once the putters are done) and that every block came back.
+     */
+    private static void endAndCheck(List<Thread> putters, List<Thread> takers, ShareQueue out, ShareQueue in,
+                                    Refshare producer, LongSupplier sent, Seen seen) throws InterruptedException {
+        for (Thread w : putters) {
+            w.join();
+        }
+        out.endOfStream();
+        for (Thread t : takers) {
+            assertTrue(t.join(Duration.ofSeconds(60)), "taker finished");
+        }
+        assertEquals(0, seen.bad.get(), "no message corrupt or delivered twice");
+        assertEquals(sent.getAsLong(), seen.ids.size(), "every message delivered");
+        in.close();
+        out.close();
+        assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(10)));
+        assertEquals(0, producer.stats().allocator().blocksInUse());
     }
 
     @Test
