@@ -16,7 +16,13 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -287,10 +293,10 @@ class LifecycleTest {
              Refshare consumer = Refshare.open(shm.config())) {
             int threads = 4;
             int perThread = 3_000;
-            java.util.concurrent.BlockingQueue<Tensor> received = new java.util.concurrent.LinkedBlockingQueue<>();
-            java.util.concurrent.atomic.AtomicBoolean producing = new java.util.concurrent.atomic.AtomicBoolean(true);
-            java.util.concurrent.ConcurrentLinkedQueue<Throwable> failures = new java.util.concurrent.ConcurrentLinkedQueue<>();
-            java.util.List<Thread> workers = new java.util.ArrayList<>();
+            BlockingQueue<Tensor> received = new LinkedBlockingQueue<>();
+            AtomicBoolean producing = new AtomicBoolean(true);
+            ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
+            List<Thread> workers = new ArrayList<>();
             for (int i = 0; i < threads; i++) {
                 workers.add(Thread.ofPlatform().start(() -> {
                     try {
@@ -313,7 +319,7 @@ class LifecycleTest {
                     failures.add(e);
                 }
             });
-            java.util.List<Thread> collectors = new java.util.ArrayList<>();
+            List<Thread> collectors = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
                 collectors.add(Thread.ofPlatform().start(() -> {
                     try {
@@ -333,7 +339,7 @@ class LifecycleTest {
             for (Thread c : collectors) {
                 c.join();
             }
-            assertEquals(java.util.List.of(), java.util.List.copyOf(failures));
+            assertEquals(List.of(), List.copyOf(failures));
             Eventually.await(() -> {
                 producer.collect();
                 return producer.stats().limboBlocks() == 0;

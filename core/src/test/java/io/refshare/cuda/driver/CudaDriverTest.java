@@ -22,6 +22,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -249,7 +250,7 @@ class CudaDriverTest {
                     assertEquals(-1, Patterns.firstMismatch(c.data(), 3), "the last, from host memory");
                 }
                 assertEquals(0, rs.liveCounts());
-                assertTrue(rs.awaitLimboEmpty(java.time.Duration.ofSeconds(10)), "every block came back");
+                assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)), "every block came back");
                 assertEquals(0, rs.cuda().stats().liveEvents(), "the device message's event freed with its block");
             }
             if (td != null) {
@@ -274,7 +275,7 @@ class CudaDriverTest {
                 assertEquals(0, rs.liveCounts(), "the host tensor's two references were given back");
                 host.close();
                 device.close();
-                assertTrue(rs.awaitLimboEmpty(java.time.Duration.ofSeconds(10)));
+                assertTrue(rs.awaitLimboEmpty(Duration.ofSeconds(10)));
             } finally {
                 td.reset();
             }
