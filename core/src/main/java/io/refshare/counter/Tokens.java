@@ -18,8 +18,9 @@ import static io.refshare.counter.CounterFileLayout.*;
  * <h2>Implementation notes</h2>
  * A slot word moves FREE &rarr; IN_FLIGHT (the owner hands it out) &rarr; HELD(peer) (one
  * receiver claims it) &rarr; RELEASED, or IN_FLIGHT &rarr; RELEASED (the sender cancels an
- * undelivered token); RELEASED is final. Every move is one compare-and-set of the whole
- * word against the exact word expected, so of two racing moves from one state exactly one
+ * undelivered token); RELEASED is final. Every move but the hand-out (an exchange: only the
+ * owner writes a FREE slot, see {@link #handOut}) is one compare-and-set of the whole word
+ * against the exact word expected, so of two racing moves from one state exactly one
  * succeeds: a token is claimed by one receiver, and released (by its holder, a reclaimer of
  * a dead holder, or a cancel) exactly once. Each move to RELEASED adds one to the release
  * count after the CAS; the count's fetch-add is a full fence, so either the collector sees
@@ -57,11 +58,20 @@ final class Tokens {
         return (long) LONG.getVolatile(mem, offset(slot));
     }
 
-    /** FREE &rarr; IN_FLIGHT under {@code tag}: the word found, FREE when the hand-out took. */
+    /**
+     * FREE &rarr; IN_FLIGHT under {@code tag}: the word found, FREE when the hand-out took.
+     * An exchange, not a compare-and-set: only the owner's one thread ever writes a FREE slot,
+     * so a word other than FREE is damage either way (and the file is quarantined), and an
+     * exchange cannot answer FREE falsely. On a page another process cut from the file,
+     * compiled code skips the faulting instruction and goes on (the fault comes later, see the
+     * notes): a skipped compare-and-exchange still holds the FREE it expected, which read as a
+     * hand-out that took, and the fault then surfaced after it, outside the caller's handling
+     * of damaged files; a skipped exchange holds the word it was to write, which is not FREE.
+     */
     long handOut(int slot, int tag) {
         long off = offset(slot);
         long found = (long) LONG.getVolatile(mem, off);
-        return found != FREE ? found : (long) LONG.compareAndExchange(mem, off, (long) FREE, CounterFileLayout.word(IN_FLIGHT, tag));
+        return found != FREE ? found : (long) LONG.getAndSet(mem, off, CounterFileLayout.word(IN_FLIGHT, tag));
     }
 
     /** IN_FLIGHT &rarr; HELD({@code peer}), for a token handed out under {@code tag}. */
