@@ -7,6 +7,7 @@ import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
+import io.refshare.wire.HostEncoder;
 
 import java.lang.foreign.MemorySegment;
 import java.util.AbstractList;
@@ -58,7 +59,7 @@ sealed interface PutMessage extends Outgoing permits PutMessage.Host, PutMessage
         List<PutMessage> messages = new ArrayList<>(tensors.size());
         try {
             for (Tensor t : tensors) {
-                messages.add(of(refshare, t, new Host()));
+                messages.add(of(refshare, t, new Host(new HostEncoder())));
             }
         } catch (RuntimeException e) {
             messages.forEach(PutMessage::cancel);
@@ -69,13 +70,16 @@ sealed interface PutMessage extends Outgoing permits PutMessage.Host, PutMessage
 
     /** Host memory: written from the storage and the token, with no descriptor object in between. */
     final class Host implements PutMessage {
-        private static final ThreadLocal<Host> OF_THIS_THREAD = ThreadLocal.withInitial(Host::new);
+        private static final ThreadLocal<Host> OF_THIS_THREAD = ThreadLocal.withInitial(() -> new Host(new HostEncoder()));
+        /** Its thread's: a batch's messages share their batch's. */
+        private final HostEncoder encoder;
         private Sharing sharing;
         private Storage storage;
         private TensorLayout layout;
         private long token;
 
-        private Host() {
+        private Host(HostEncoder encoder) {
+            this.encoder = encoder;
         }
 
         private Host share(Refshare refshare, Tensor tensor) {
@@ -100,7 +104,7 @@ sealed interface PutMessage extends Outgoing permits PutMessage.Host, PutMessage
 
         @Override
         public void writeTo(MemorySegment cell, long offset) {
-            sharing.encode(storage, layout, token, cell, offset);
+            sharing.encode(storage, layout, token, cell, offset, encoder);
         }
 
         @Override
@@ -132,6 +136,7 @@ sealed interface PutMessage extends Outgoing permits PutMessage.Host, PutMessage
         private int[] tags = new int[0];
         private long[] tokens = new long[0];
         private Host[] messages = new Host[0];
+        private final HostEncoder encoder = new HostEncoder();
         private int size;
 
         private HostBatch() {
@@ -171,7 +176,7 @@ sealed interface PutMessage extends Outgoing permits PutMessage.Host, PutMessage
             tokens = new long[length];
             Host[] more = Arrays.copyOf(messages, length);
             for (int i = messages.length; i < length; i++) {
-                more[i] = new Host();
+                more[i] = new Host(encoder);
             }
             messages = more;
         }

@@ -16,6 +16,7 @@ import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
 import io.refshare.wire.Descriptor;
 import io.refshare.wire.DescriptorCodec;
+import io.refshare.wire.HostEncoder;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -271,8 +272,9 @@ public final class Sharing implements AutoCloseable {
      * Writes the message of {@code token} ({@link #shareHost}) at {@code offset} of {@code dst}:
      * the encoding {@link #share} would have described.
      */
-    public void encode(Storage storage, TensorLayout layout, long token, MemorySegment dst, long offset) {
-        DescriptorCodec.encodeHost(storage.sentBlock().segmentName(), storage.segmentSize(), storage.segmentOffset(),
+    public void encode(Storage storage, TensorLayout layout, long token, MemorySegment dst, long offset,
+                       HostEncoder encoder) {
+        encoder.write(storage.sentBlock().segmentName(), storage.segmentSize(), storage.segmentOffset(),
                 storage.byteSize(), counterFiles.fileName(token), CounterFilePool.slot(token), layout, self.pid(),
                 self.startTicks(), dst, offset);
     }
