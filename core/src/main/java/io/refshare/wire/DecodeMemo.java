@@ -114,9 +114,12 @@ public final class DecodeMemo {
     }
 
     private static boolean sameButSlotAndOffset(MemorySegment known, MemorySegment src, long offset, int length) {
+        // the header's first words by value (a bulk comparison's set-up costs more than they do), the rest in bulk
         return known.byteSize() == length
-                && MemorySegment.mismatch(known, 0, SLOT_AT, src, offset, offset + SLOT_AT) < 0
-                && MemorySegment.mismatch(known, SLOT_END, OFFSET_AT, src, offset + SLOT_END, offset + OFFSET_AT) < 0
+                && known.get(I64, 0) == src.get(I64, offset)
+                && known.get(I64, Long.BYTES) == src.get(I64, offset + Long.BYTES)
+                && known.get(DescriptorCodec.I32, 2 * Long.BYTES) == src.get(DescriptorCodec.I32, offset + 2 * Long.BYTES)
+                && known.get(I64, SLOT_END) == src.get(I64, offset + SLOT_END)
                 && MemorySegment.mismatch(known, OFFSET_END, length, src, offset + OFFSET_END, offset + length) < 0;
     }
 }
