@@ -57,9 +57,10 @@ sealed interface PutMessage extends Outgoing permits PutMessage.Host, PutMessage
             return batch.share(refshare.sharing(), tensors);
         }
         List<PutMessage> messages = new ArrayList<>(tensors.size());
+        HostEncoder encoder = new HostEncoder(); // the batch's host messages are written one after another
         try {
             for (Tensor t : tensors) {
-                messages.add(of(refshare, t, new Host(new HostEncoder())));
+                messages.add(of(refshare, t, new Host(encoder)));
             }
         } catch (RuntimeException e) {
             messages.forEach(PutMessage::cancel);

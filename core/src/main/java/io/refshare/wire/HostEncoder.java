@@ -24,8 +24,9 @@ public final class HostEncoder {
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfInt I32 = DescriptorCodec.I32;
     private static final int SLOT = DescriptorCodec.SLOT_OFFSET;
-    private static final int AFTER_SLOT = SLOT + Integer.BYTES;
+    private static final int SEGMENT_SIZE = SLOT + Integer.BYTES;
     private static final int BLOCK_OFFSET = DescriptorCodec.BLOCK_OFFSET_OFFSET;
+    private static final int AFTER_OFFSET = BLOCK_OFFSET + Long.BYTES;
 
     // the fields the copy was encoded from
     private byte[] segmentName;
@@ -57,7 +58,7 @@ public final class HostEncoder {
             copy.set(I64, BLOCK_OFFSET, offset);
         }
         Objects.checkFromIndexSize(at, size, dst.byteSize());
-        // the words before the slot, the slot, then the rest where it differs
+        // the header's first words, the slot, then the rest where it differs
         writeWord(dst, at, 0);
         writeWord(dst, at, Long.BYTES);
         if (dst.get(I32, at + 2 * Long.BYTES) != copy.get(I32, 2 * Long.BYTES)) {
@@ -66,9 +67,12 @@ public final class HostEncoder {
         if (dst.get(I32, at + SLOT) != slot) {
             dst.set(I32, at + SLOT, slot);
         }
-        long first = MemorySegment.mismatch(copy, AFTER_SLOT, size, dst, at + AFTER_SLOT, at + size);
+        // the segment's size and the block's offset (which a fresh block of the segment changes) by value
+        writeWord(dst, at, SEGMENT_SIZE);
+        writeWord(dst, at, BLOCK_OFFSET);
+        long first = MemorySegment.mismatch(copy, AFTER_OFFSET, size, dst, at + AFTER_OFFSET, at + size);
         if (first >= 0) {
-            int word = AFTER_SLOT + (int) (first & ~(Long.BYTES - 1));
+            int word = AFTER_OFFSET + (int) (first & ~(Long.BYTES - 1));
             for (; word + Long.BYTES <= size; word += Long.BYTES) {
                 writeWord(dst, at, word);
             }
