@@ -270,7 +270,8 @@ public final class Sharing implements AutoCloseable {
 
     /**
      * Writes the message of {@code token} ({@link #shareHost}) at {@code offset} of {@code dst}:
-     * the encoding {@link #share} would have described.
+     * the encoding {@link #share} would have described, through the calling thread's
+     * {@code encoder}.
      */
     public void encode(Storage storage, TensorLayout layout, long token, MemorySegment dst, long offset,
                        HostEncoder encoder) {

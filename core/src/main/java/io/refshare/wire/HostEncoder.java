@@ -13,12 +13,14 @@ import java.util.Objects;
  * segment and one shape; such messages differ from the last in the slot, and at most in the
  * block offset. So the copy is kept with the fields it was encoded from (names and layout by
  * identity: a segment, a counter file and a contiguous shape each hand out one object), and a
- * message of the same fields is the copy with its slot: one vectorized comparison of the copy
- * with the cell finds the words to write, instead of a read and a comparison per field.
- * Bytes equal to the cell's are left alone, as {@code encodeHost} leaves them (their cache lines
- * stay clean for the consumer that reads the cell next).
+ * message of the same fields is the copy with its slot. The header's six words are compared
+ * with the cell's by value, and the rest (shape, strides, names) by one vectorized comparison,
+ * instead of a read and a comparison per field. Bytes equal to the cell's are left alone, as
+ * {@code encodeHost} leaves them (their cache lines stay clean for the consumer that reads the
+ * cell next).
  *
- * <p>Not thread-safe: each thread that puts has its own.
+ * <p>Not thread-safe: each thread that puts has its own (1 KiB for the copy), and a batch's
+ * messages, written one after another, share their batch's.
  */
 public final class HostEncoder {
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -38,7 +40,7 @@ public final class HostEncoder {
     private long senderPid;
     private long senderStartTicks;
     /** The copy: {@code size} bytes of encoding, slot 0; none while {@code size} is 0. */
-    private MemorySegment copy = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_ENCODED_BYTES]);
+    private final MemorySegment copy = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_ENCODED_BYTES]);
     private int size;
 
     /**
