@@ -192,8 +192,9 @@ public final class DescriptorCodec {
      * Writes the encoding of the host descriptor with these fields (the names as their ASCII
      * bytes), as {@link #encode(Descriptor, MemorySegment, long)} writes that of
      * {@code Descriptor.host(...)}, with no descriptor object: for a sender encoding its own
-     * block straight into a queue's cell. The fields are the sender's own (not checked again as
-     * a {@link Descriptor} checks them).
+     * block (a queue's puts write through a {@link HostEncoder}, which keeps what this wrote as
+     * its copy). The fields are the sender's own (not checked again as a {@link Descriptor}
+     * checks them).
      *
      * <p>Past the slot, only the bytes that differ from what {@code dst} holds are written. A
      * queue cell comes back to its producer holding the message it carried a lap ago, most often

@@ -13,9 +13,10 @@ import java.util.Objects;
  * segment and one shape; such messages differ from the last in the slot, and at most in the
  * block offset. So the copy is kept with the fields it was encoded from (names and layout by
  * identity: a segment, a counter file and a contiguous shape each hand out one object), and a
- * message of the same fields is the copy with its slot. The header's six words are compared
- * with the cell's by value, and the rest (shape, strides, names) by one vectorized comparison,
- * instead of a read and a comparison per field. Bytes equal to the cell's are left alone, as
+ * message of the same fields is the copy with its slot. The header's first 40 bytes (up to the
+ * block's offset) are compared with the cell's word by word, and the rest (length, sender,
+ * shape, strides, names) by one vectorized comparison, instead of a read and a comparison per
+ * field. Bytes equal to the cell's are left alone, as
  * {@code encodeHost} leaves them (their cache lines stay clean for the consumer that reads the
  * cell next).
  *
