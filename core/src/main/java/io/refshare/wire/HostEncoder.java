@@ -11,9 +11,10 @@ import java.util.Objects;
  * Writes host descriptors as {@link DescriptorCodec#encodeHost} does, from a copy of the last
  * one it wrote. A sender streams message after message of one block, or of blocks of one
  * segment and one shape; such messages differ from the last in the slot, and at most in the
- * block offset. So the copy is kept with the fields it was encoded from (names and layout by
- * identity: a segment, a counter file and a contiguous shape each hand out one object), and a
- * message of the same fields is the copy with its slot. The header's first 40 bytes (up to the
+ * block offset. So the copy is kept with the fields it was encoded from (the names by identity:
+ * a segment and a counter file each hand out one object; the layout by identity or, failing
+ * that, by value, since every view makes a new one), and a message of the same fields is the
+ * copy with its slot. The header's first 40 bytes (up to the
  * block's offset) are compared with the cell's word by word, and the rest (length, sender,
  * shape, strides, names) by one vectorized comparison, instead of a read and a comparison per
  * field. Bytes equal to the cell's are left alone, as
@@ -52,9 +53,10 @@ public final class HostEncoder {
      */
     public int write(byte[] segmentName, long segmentSize, long offset, long length, byte[] counterFileName,
                      int slot, TensorLayout tensor, long senderPid, long senderStartTicks, MemorySegment dst, long at) {
-        if (size == 0 || segmentName != this.segmentName || counterFileName != this.counterFileName || tensor != this.tensor
+        if (size == 0 || segmentName != this.segmentName || counterFileName != this.counterFileName
                 || segmentSize != this.segmentSize || length != this.length || senderPid != this.senderPid
-                || senderStartTicks != this.senderStartTicks) {
+                || senderStartTicks != this.senderStartTicks
+                || (tensor != this.tensor && !Objects.equals(tensor, this.tensor))) { // a view's layout is a new object
             remember(segmentName, segmentSize, offset, length, counterFileName, tensor, senderPid, senderStartTicks);
         } else if (offset != this.offset) {
             this.offset = offset; // another block of the same segment and shape

@@ -25,8 +25,8 @@ class HostEncoderTest {
 
     /**
      * Messages whose fields change as a sender's do (the slot always; the block offset often;
-     * segment, counter file, shape and sender now and then, names also as equal arrays of
-     * another identity), each written over what the cell held: the last message, another
+     * segment, counter file, layout and sender now and then, names as equal arrays of another
+     * identity, layouts as equal objects and as views), each written over what the cell held: the last message, another
      * encoder's, or garbage. The cell then holds exactly the descriptor's encoding, and nothing
      * past it changed.
      */
@@ -35,8 +35,11 @@ class HostEncoderTest {
         Random random = new Random(16);
         byte[][] segments = {SEG_BYTES, ascii(SEG), ascii(SEG.substring(0, SEG.length() - 3) + "zzz"), ascii("s")};
         byte[][] counters = {CNT_BYTES, ascii(CNT), ascii(CNT.substring(0, CNT.length() - 2) + "q9")};
-        List<TensorLayout> layouts = Arrays.asList(TensorLayout.contiguous(DType.UINT8, 1024),
-                TensorLayout.contiguous(DType.FLOAT32, 4, 8), TensorLayout.contiguous(DType.BFLOAT16, 2, 3, 4), null);
+        TensorLayout matrix = TensorLayout.contiguous(DType.FLOAT32, 4, 8);
+        List<TensorLayout> layouts = Arrays.asList(TensorLayout.contiguous(DType.UINT8, 1024), matrix,
+                new TensorLayout(DType.FLOAT32, new long[] {4, 8}, new long[] {8, 1}, 0), // equal, another object
+                matrix.transpose(0, 1), new TensorLayout(DType.FLOAT32, new long[] {4, 8}, new long[] {8, 1}, 8),
+                TensorLayout.contiguous(DType.BFLOAT16, 2, 3, 4), null);
         ProcessIdentity[] senders = {SENDER, new ProcessIdentity(SENDER.pid() + 1, SENDER.startTicks())};
         HostEncoder encoder = new HostEncoder();
         HostEncoder other = new HostEncoder();
