@@ -14,15 +14,16 @@ import java.util.Objects;
  * block offset. So the copy is kept with the fields it was encoded from (the names by identity:
  * a segment and a counter file each hand out one object; the layout by identity or, failing
  * that, by value, since every view makes a new one), and a message of the same fields is the
- * copy with its slot. The header's first 40 bytes (up to the
- * block's offset) are compared with the cell's word by word, and the rest (length, sender,
- * shape, strides, names) by one vectorized comparison, instead of a read and a comparison per
- * field. Bytes equal to the cell's are left alone, as
- * {@code encodeHost} leaves them (their cache lines stay clean for the consumer that reads the
- * cell next).
+ * copy with its slot. The header's first 40 bytes (up to the block's offset) are compared
+ * with the cell's word by word, and the rest (length, sender, shape, strides, names) by one
+ * vectorized comparison, instead of a read and a comparison per field. Bytes equal to the
+ * cell's are left alone, as {@code encodeHost} leaves them (their cache lines stay clean for
+ * the consumer that reads the cell next).
  *
- * <p>Not thread-safe: each thread that puts has its own (1 KiB for the copy), and a batch's
- * messages, written one after another, share their batch's.
+ * <p>Not thread-safe: each thread that puts has its own (its copy as long as the longest
+ * descriptor it wrote, a couple of hundred bytes for a small tensor: a virtual thread per
+ * request pays that once), and a batch's messages, written one after another, share their
+ * batch's.
  */
 public final class HostEncoder {
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -42,7 +43,7 @@ public final class HostEncoder {
     private long senderPid;
     private long senderStartTicks;
     /** The copy: {@code size} bytes of encoding, slot 0; none while {@code size} is 0. */
-    private final MemorySegment copy = MemorySegment.ofArray(new byte[DescriptorCodec.MAX_ENCODED_BYTES]);
+    private MemorySegment copy = MemorySegment.ofArray(new byte[0]);
     private int size;
 
     /**
@@ -98,6 +99,10 @@ public final class HostEncoder {
     private void remember(byte[] segmentName, long segmentSize, long offset, long length, byte[] counterFileName,
                           TensorLayout tensor, long senderPid, long senderStartTicks) {
         size = 0; // no copy while it is being made: a failed encoding leaves none
+        int needed = DescriptorCodec.encodedHostSize(segmentName.length, counterFileName.length, tensor);
+        if (copy.byteSize() < needed) {
+            copy = MemorySegment.ofArray(new byte[needed]);
+        }
         int encoded = DescriptorCodec.encodeHost(segmentName, segmentSize, offset, length, counterFileName, 0, tensor,
                 senderPid, senderStartTicks, copy, 0);
         this.segmentName = segmentName;
