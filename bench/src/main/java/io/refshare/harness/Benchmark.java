@@ -118,7 +118,10 @@ final class Benchmark {
                 refshare.pingPong(size, mode, 0, rounds);
                 refshare.stream(size, mode, 1, 5 * rounds, 64);
             }
-            refshare.streamBatches(size, Measurement.BATCH_SIZE, 1, 5 * rounds, 64);
+            refshare.streamBatches(size, Measurement.BATCH_SIZE, false, 1, 5 * rounds, 64);
+            if (size <= Measurement.DIFFERENT_UP_TO) {
+                refshare.streamBatches(size, Measurement.BATCH_SIZE, true, 1, 5 * rounds, 64);
+            }
             RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
             spinning.pingPong(size, Mode.REUSE, 0, rounds);
             spinning.stream(size, Mode.REUSE, 1, 5 * rounds, 64);
@@ -152,8 +155,13 @@ final class Benchmark {
             add(new Measurement(p.size(), Measurement.REFSHARE + mode.label(), false, latency, throughput));
             if (mode == Mode.REUSE) {
                 add(new Measurement(p.size(), Measurement.BATCHES + Measurement.BATCH_SIZE, false, latency,
-                        refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, p.streamWarmup(),
+                        refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, false, p.streamWarmup(),
                                 p.streamMessages(), p.window())));
+                if (p.size() <= Measurement.DIFFERENT_UP_TO) {
+                    add(new Measurement(p.size(), Measurement.DIFFERENT_BATCHES, false, latency,
+                            refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, true, p.streamWarmup(),
+                                    p.streamMessages(), p.window())));
+                }
             }
         }
         RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);

@@ -13,6 +13,10 @@ record Measurement(long size, String system, boolean baseline, LatencyStats late
     static final String SOCKET = "unix socket copy";
     /** refshare reuse streaming with putAll/drainTo batches; its latency is reuse's (one hand-off is not batched). */
     static final String BATCHES = "refshare reuse, batches of ";
-    /** The batch size of the {@link #BATCHES} row. */
+    /** The batch size of the {@link #BATCHES} rows. */
     static final int BATCH_SIZE = 32;
+    /** The batch row of {@link #BATCH_SIZE} different tensors (the {@link #BATCHES} row's are references to one). */
+    static final String DIFFERENT_BATCHES = "refshare batches of " + BATCH_SIZE + " different";
+    /** The largest size with a {@link #DIFFERENT_BATCHES} row: its batch is {@link #BATCH_SIZE} tensors of this size. */
+    static final long DIFFERENT_UP_TO = 1 << 20;
 }

@@ -7,6 +7,7 @@ import io.refshare.Tensor;
 
 import java.io.IOException;
 import java.util.Arrays;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -107,24 +108,32 @@ final class RefshareBench {
     }
 
     /**
-     * Streaming in reuse mode with {@link ShareQueue#putAll} of {@code batchSize} references to
-     * the one tensor at a time, and a consumer that takes one and drains the rest of a batch.
+     * Streaming in reuse mode with {@link ShareQueue#putAll} of {@code batchSize} references at a
+     * time, and a consumer that takes one and drains the rest of a batch: references to the one
+     * tensor, or with {@code distinct} to {@code batchSize} different pre-filled tensors (a batch
+     * of different blocks, as a real batch mostly is).
      */
-    ThroughputStats streamBatches(long size, int batchSize, int warmup, int messages, int window)
+    ThroughputStats streamBatches(long size, int batchSize, boolean distinct, int warmup, int messages, int window)
             throws IOException, InterruptedException {
         int total = warmup + messages;
-        try (ShareQueue queue = rs.createQueue(window, waiting);
-             Tensor reused = filled(size, Payload.tag(Mode.REUSE, 0))) {
+        List<Tensor> tensors = new ArrayList<>();
+        try (ShareQueue queue = rs.createQueue(window, waiting)) {
+            for (int i = 0; i < (distinct ? batchSize : 1); i++) {
+                tensors.add(filled(size, Payload.tag(Mode.REUSE, 0)));
+            }
             peer.send(BenchPeer.RS_STREAM_BATCH, queue.name(), Integer.toString(total), Integer.toString(warmup),
                     Integer.toString(batchSize));
             peer.await(BenchPeer.READY);
-            List<Tensor> batch = Collections.nCopies(batchSize, reused);
+            List<Tensor> batch = distinct ? tensors : Collections.nCopies(batchSize, tensors.get(0));
             for (int sent = 0; sent < total; sent += batchSize) {
                 queue.putAll(total - sent >= batchSize ? batch : batch.subList(0, total - sent));
             }
             Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
-            reply.requireNoneBad("refshare batches of " + batchSize + " streaming");
+            reply.requireNoneBad("refshare batches of " + batchSize + (distinct ? " different tensors" : "")
+                    + " streaming");
             return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
+        } finally {
+            tensors.forEach(Tensor::close);
         }
     }
 

@@ -66,6 +66,9 @@ final class Report {
         line(s, "  after put (the fill is outside the latency, inside the throughput).");
         line(s, "refshare reuse, batches of 32: streaming as reuse, the producer putting 32 at a time (putAll) and the");
         line(s, "  consumer taking one, then draining up to 31 (drainTo); its latency is reuse's: one hand-off is not batched");
+        line(s, "  (its batch is 32 references to the one tensor).");
+        line(s, "refshare batches of 32 different: as the row above with 32 different pre-filled tensors in each batch,");
+        line(s, "  each a block of its own, as a real batch mostly is (sizes up to 1 MiB).");
         line(s, "refshare busy-spin reuse: as reuse, both processes' queue handles with WaitStrategy.BUSY_SPIN (they");
         line(s, "  never yield or sleep while waiting: for processes with a CPU of their own; here they share 2 cores).");
         line(s, "agrona ring copy (busy-spin): the payload copied into an Agrona one-to-one ring buffer in a shared file");

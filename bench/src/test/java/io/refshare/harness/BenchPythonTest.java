@@ -34,7 +34,8 @@ class BenchPythonTest {
             for (long size : new long[]{1024, 64 * 1024}) {
                 List<String> systems = r.measurements().stream().filter(m -> m.size() == size)
                         .map(Measurement::system).toList();
-                assertEquals(List.of("refshare reuse", "refshare reuse, batches of 32", "refshare fresh",
+                assertEquals(List.of("refshare reuse", "refshare reuse, batches of 32",
+                        "refshare batches of 32 different", "refshare fresh",
                         "refshare busy-spin reuse", "unix socket copy", "refshare java->python numpy reuse",
                         "refshare java->python numpy fresh", "refshare python->java reuse", "refshare python->java fresh", AgronaBench.SYSTEM), systems);
             }

@@ -36,7 +36,8 @@ class BenchSmokeTest {
             BenchResults r = command.results();
 
             List<String> systems = r.measurements().stream().map(Measurement::system).toList();
-            assertEquals(List.of("refshare reuse", "refshare reuse, batches of 32", "refshare fresh",
+            assertEquals(List.of("refshare reuse", "refshare reuse, batches of 32",
+                    "refshare batches of 32 different", "refshare fresh",
                     "refshare busy-spin reuse", "unix socket copy", AgronaBench.SYSTEM), systems);
             assertEquals(1, r.measurements().stream().filter(Measurement::baseline).count());
             for (Measurement m : r.measurements()) {
