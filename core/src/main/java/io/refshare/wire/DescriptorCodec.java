@@ -124,7 +124,7 @@ public final class DescriptorCodec {
     // for encoding, through the caller's segment at any offset: hence unaligned
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfByte U8 = ValueLayout.JAVA_BYTE;
     // decoding reads a private byte[] copy (and encodeHost a name's words): these views are the JIT's fastest path
     private static final VarHandle SHORTS = MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
@@ -272,26 +272,31 @@ public final class DescriptorCodec {
 
     // writes that leave equal bytes alone (see encodeHost)
 
-    private static void putI64(MemorySegment dst, long at, long v) {
+    static void putI64(MemorySegment dst, long at, long v) {
         if (dst.get(I64, at) != v) {
             dst.set(I64, at, v);
         }
     }
 
     private static void putBytes(MemorySegment dst, long at, byte[] src) {
+        putBytes(dst, at, src, 0, src.length);
+    }
+
+    /** Writes {@code src[from, from + length)} at {@code at} of {@code dst}, word by word where it differs. */
+    static void putBytes(MemorySegment dst, long at, byte[] src, int from, int length) {
         int i = 0;
-        for (; i + Long.BYTES <= src.length; i += Long.BYTES) {
-            putI64(dst, at + i, (long) LONGS.get(src, i));
+        for (; i + Long.BYTES <= length; i += Long.BYTES) {
+            putI64(dst, at + i, (long) LONGS.get(src, from + i));
         }
-        if (i < src.length && src.length >= Long.BYTES) {
+        if (i < length && length >= Long.BYTES) {
             // the last word overlaps the one before: a word instead of a loop of bytes
-            int last = src.length - Long.BYTES;
-            putI64(dst, at + last, (long) LONGS.get(src, last));
+            int last = length - Long.BYTES;
+            putI64(dst, at + last, (long) LONGS.get(src, from + last));
             return;
         }
-        for (; i < src.length; i++) {
-            if (dst.get(U8, at + i) != src[i]) {
-                dst.set(U8, at + i, src[i]);
+        for (; i < length; i++) {
+            if (dst.get(U8, at + i) != src[from + i]) {
+                dst.set(U8, at + i, src[from + i]);
             }
         }
     }

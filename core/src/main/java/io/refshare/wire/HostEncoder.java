@@ -3,8 +3,6 @@ package io.refshare.wire;
 import io.refshare.tensor.TensorLayout;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.util.Objects;
 
 /**
@@ -26,10 +24,6 @@ import java.util.Objects;
  * batch's.
  */
 public final class HostEncoder {
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfInt I32 = DescriptorCodec.I32;
-    private static final int SLOT = DescriptorCodec.SLOT_OFFSET;
-    private static final int SEGMENT_SIZE = SLOT + Integer.BYTES;
     private static final int BLOCK_OFFSET = DescriptorCodec.BLOCK_OFFSET_OFFSET;
     private static final int AFTER_OFFSET = BLOCK_OFFSET + Long.BYTES;
 
@@ -42,8 +36,10 @@ public final class HostEncoder {
     private TensorLayout tensor;
     private long senderPid;
     private long senderStartTicks;
-    /** The copy: {@code size} bytes of encoding, slot 0; none while {@code size} is 0. */
-    private MemorySegment copy = MemorySegment.ofArray(new byte[0]);
+    /** The copy: {@code size} bytes of encoding, with the last message's slot; none while {@code size} is 0. */
+    private byte[] bytes = new byte[0];
+    /** {@link #bytes} as a segment. */
+    private MemorySegment copy = MemorySegment.ofArray(bytes);
     private int size;
 
     /**
@@ -61,47 +57,28 @@ public final class HostEncoder {
             remember(segmentName, segmentSize, offset, length, counterFileName, tensor, senderPid, senderStartTicks);
         } else if (offset != this.offset) {
             this.offset = offset; // another block of the same segment and shape
-            copy.set(I64, BLOCK_OFFSET, offset);
+            copy.set(DescriptorCodec.I64, BLOCK_OFFSET, offset);
         }
         Objects.checkFromIndexSize(at, size, dst.byteSize());
-        // the header's first words, the slot, then the rest where it differs
-        writeWord(dst, at, 0);
-        writeWord(dst, at, Long.BYTES);
-        if (dst.get(I32, at + 2 * Long.BYTES) != copy.get(I32, 2 * Long.BYTES)) {
-            dst.set(I32, at + 2 * Long.BYTES, copy.get(I32, 2 * Long.BYTES));
-        }
-        if (dst.get(I32, at + SLOT) != slot) {
-            dst.set(I32, at + SLOT, slot);
-        }
-        // the segment's size and the block's offset (which a fresh block of the segment changes) by value
-        writeWord(dst, at, SEGMENT_SIZE);
-        writeWord(dst, at, BLOCK_OFFSET);
+        copy.set(DescriptorCodec.I32, DescriptorCodec.SLOT_OFFSET, slot);
+        // the header up to the block's offset (which a fresh block of the segment changes) word by word,
+        // the rest from the first word that differs
+        DescriptorCodec.putBytes(dst, at, bytes, 0, AFTER_OFFSET);
         long first = MemorySegment.mismatch(copy, AFTER_OFFSET, size, dst, at + AFTER_OFFSET, at + size);
         if (first >= 0) {
-            int word = AFTER_OFFSET + (int) (first & ~(Long.BYTES - 1));
-            for (; word + Long.BYTES <= size; word += Long.BYTES) {
-                writeWord(dst, at, word);
-            }
-            if (word < size) {
-                writeWord(dst, at, size - Long.BYTES); // the last word overlaps the one before
-            }
+            int from = AFTER_OFFSET + (int) (first & ~(Long.BYTES - 1));
+            DescriptorCodec.putBytes(dst, at + from, bytes, from, size - from);
         }
         return size;
-    }
-
-    private void writeWord(MemorySegment dst, long at, int word) {
-        long v = copy.get(I64, word);
-        if (dst.get(I64, at + word) != v) {
-            dst.set(I64, at + word, v);
-        }
     }
 
     private void remember(byte[] segmentName, long segmentSize, long offset, long length, byte[] counterFileName,
                           TensorLayout tensor, long senderPid, long senderStartTicks) {
         size = 0; // no copy while it is being made: a failed encoding leaves none
         int needed = DescriptorCodec.encodedHostSize(segmentName.length, counterFileName.length, tensor);
-        if (copy.byteSize() < needed) {
-            copy = MemorySegment.ofArray(new byte[needed]);
+        if (bytes.length < needed) {
+            bytes = new byte[needed];
+            copy = MemorySegment.ofArray(bytes);
         }
         int encoded = DescriptorCodec.encodeHost(segmentName, segmentSize, offset, length, counterFileName, 0, tensor,
                 senderPid, senderStartTicks, copy, 0);
