@@ -145,10 +145,14 @@ final class QueueSignal {
      * change it announces.
      */
     void signal() {
-        if (anyoneAsleep() && (int) INT.getVolatile(mem, spinningOffset) <= 0
-                && INT.compareAndSet(mem, wakePendingOffset, 0, 1)) {
+        if (wakeNeeded() && INT.compareAndSet(mem, wakePendingOffset, 0, 1)) {
             wakeOne();
         }
+    }
+
+    /** Whether a change made now must wake a sleeper: someone sleeps and nobody spins. */
+    boolean wakeNeeded() {
+        return anyoneAsleep() && (int) INT.getVolatile(mem, spinningOffset) <= 0;
     }
 
     /**

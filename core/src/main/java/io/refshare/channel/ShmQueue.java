@@ -752,9 +752,9 @@ public final class ShmQueue implements AutoCloseable {
             throws InterruptedException {
         long nanos = deadline - start;
         boolean busy = busySpin;
-        if (nanos > 0 && spin(notEmpty, start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
-                messageOrEnd, busy)) {
-            T m = tryPoll(whileClaimed, deadline);
+        if (nanos > 0) {
+            T m = spinForMessage(start, start + Math.min(nanos, busy ? SLEEP_SLICE_NANOS : Spinning.SPIN_NANOS),
+                    deadline, whileClaimed, busy);
             if (m != null) {
                 return m;
             }
@@ -816,6 +816,46 @@ public final class ShmQueue implements AutoCloseable {
             return Spinning.until(start, deadline, condition, !busy);
         } finally {
             signal.stopSpinning(selfEntry);
+        }
+    }
+
+    /**
+     * The first phase of a wait for a message: spins until {@code spinDeadline}, counted as a
+     * spinner throughout, and claims each message it sees; a race lost to another consumer
+     * does not end the spin. Null when the spin ran out or the stream ended (the caller looks
+     * again), or at once when {@link Spinning#SPINNERS} already spin.
+     *
+     * <p>Why a loser spins on: with many consumers every message is raced by every spinner,
+     * and a loser that went to sleep at once (as it used to) had to be woken by the producer
+     * for the next message, a system call per message on the producer's thread. A loser still
+     * counted as a spinner spares the producer that wake-up, and the spinner count's line is
+     * not written twice per loser per message. The winner stops counting itself right after
+     * its claim, before it delivers: the delivery's look for a message behind (which signals
+     * sleepers on) then comes after the decrement, as {@link QueueSignal}'s spinner rule needs.
+     */
+    private <T> T spinForMessage(long start, long spinDeadline, long deadline, Incoming<T> whileClaimed, boolean busy) {
+        if (!notEmpty.startSpinning(selfEntry, busy ? Integer.MAX_VALUE : Spinning.SPINNERS)) {
+            return null;
+        }
+        boolean counted = true;
+        try {
+            while (Spinning.until(start, spinDeadline, messageOrEnd, !busy)
+                    && !cells.isClosed() && !uses.isClosed()) {
+                long h = cells.claimReadable(deadline);
+                if (h >= 0) {
+                    notEmpty.stopSpinning(selfEntry);
+                    counted = false;
+                    return deliver(h, whileClaimed);
+                }
+                if (h != QueueCells.EMPTY || System.nanoTime() - spinDeadline >= 0) {
+                    return null;
+                }
+            }
+            return null;
+        } finally {
+            if (counted) {
+                notEmpty.stopSpinning(selfEntry);
+            }
         }
     }
 
