@@ -832,6 +832,8 @@ public final class ShmQueue implements AutoCloseable {
      * not written twice per loser per message. The winner stops counting itself right after
      * its claim, before it delivers: the delivery's look for a message behind (which signals
      * sleepers on) then comes after the decrement, as {@link QueueSignal}'s spinner rule needs.
+     * Where consumers are as many as the CPUs ({@link CrowdedConsumers}) a backing-off loser
+     * sleeps at once, as before: there its spin takes the CPU the producer needs.
      */
     private <T> T spinForMessage(long start, long spinDeadline, long deadline, Incoming<T> whileClaimed, boolean busy) {
         if (!notEmpty.startSpinning(selfEntry, busy ? Integer.MAX_VALUE : Spinning.SPINNERS)) {
@@ -847,7 +849,8 @@ public final class ShmQueue implements AutoCloseable {
                     counted = false;
                     return deliver(h, whileClaimed);
                 }
-                if (h != QueueCells.EMPTY || System.nanoTime() - spinDeadline >= 0) {
+                long now = System.nanoTime();
+                if (h != QueueCells.EMPTY || now - spinDeadline >= 0 || (!busy && crowded.crowded(now))) {
                     return null;
                 }
             }
