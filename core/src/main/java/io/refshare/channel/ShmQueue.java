@@ -827,7 +827,7 @@ public final class ShmQueue implements AutoCloseable {
      *
      * <p>Why a loser spins on: with many consumers every message is raced by every spinner,
      * and a loser that went to sleep at once (as it used to) had to be woken by the producer
-     * for the next message, a system call per message on the producer's thread. A loser still
+     * for a later message, a system call on the producer's thread. A loser still
      * counted as a spinner spares the producer that wake-up, and the spinner count's line is
      * not written twice per loser per message. The winner stops counting itself right after
      * its claim, before it delivers: the delivery's look for a message behind (which signals
