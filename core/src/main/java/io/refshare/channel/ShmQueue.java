@@ -841,16 +841,17 @@ public final class ShmQueue implements AutoCloseable {
         }
         boolean counted = true;
         try {
-            while (Spinning.until(start, spinDeadline, messageOrEnd, !busy)
-                    && !cells.isClosed() && !uses.isClosed()) {
+            while (Spinning.until(start, spinDeadline, messageOrEnd, !busy)) {
                 long h = cells.claimReadable(deadline);
                 if (h >= 0) {
                     notEmpty.stopSpinning(selfEntry);
                     counted = false;
                     return deliver(h, whileClaimed);
                 }
+                // lost the race, or the stream ended: the end is the caller's to report
                 long now = System.nanoTime();
-                if (h != QueueCells.EMPTY || now - spinDeadline >= 0 || (!busy && crowded.crowded(now))) {
+                if (h != QueueCells.EMPTY || now - spinDeadline >= 0 || cells.isClosed() || uses.isClosed()
+                        || (!busy && crowded.crowded(now))) {
                     return null;
                 }
             }

@@ -4,7 +4,8 @@ import io.refshare.exceptions.InvalidDataException;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
+
+import static io.refshare.wire.DescriptorCodec.I64;
 
 /**
  * {@link DescriptorCodec#decode} for one receiver, remembering what it decoded. A process
@@ -51,7 +52,6 @@ public final class DecodeMemo {
     private static final int SLOT_END = SLOT_AT + Integer.BYTES;
     private static final int OFFSET_AT = DescriptorCodec.BLOCK_OFFSET_OFFSET;
     private static final int OFFSET_END = OFFSET_AT + Long.BYTES;
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** What {@code bytes} decoded to, or (the same bytes but the offset) that moved to another offset. */
     private record Entry(MemorySegment bytes, Descriptor descriptor) {
