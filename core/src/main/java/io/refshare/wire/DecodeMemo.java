@@ -52,6 +52,7 @@ public final class DecodeMemo {
     private static final int SLOT_END = SLOT_AT + Integer.BYTES;
     private static final int OFFSET_AT = DescriptorCodec.BLOCK_OFFSET_OFFSET;
     private static final int OFFSET_END = OFFSET_AT + Long.BYTES;
+    private static final int COUNTER_NAME_LENGTH_AT = DescriptorCodec.COUNTER_NAME_LENGTH_OFFSET;
 
     /** What {@code bytes} decoded to, or (the same bytes but the offset) that moved to another offset. */
     private record Entry(MemorySegment bytes, Descriptor descriptor) {
@@ -96,10 +97,19 @@ public final class DecodeMemo {
         return d;
     }
 
-    /** A hash of the fields that tell segments and block sizes apart: the segment's size, the block's length, the last name bytes. */
+    /**
+     * A hash of the fields that tell segments and block sizes apart: the segment's size, the
+     * block's length, and the last eight bytes of each name (the counter file's name ends the
+     * encoding, the segment's comes right before it). The segment name's random tail is what
+     * tells apart the many segments of one size a pool of large blocks spans; without it they
+     * all took turns in one bucket of each table and every message was parsed again. Read from
+     * unchecked bytes, so the segment name's place is clamped into the message: a hash only.
+     */
     private static long segmentHash(MemorySegment src, long offset, int length) {
         long h = src.get(I64, offset + 24) * 31 + src.get(I64, offset + 40);
-        return h * 31 + src.get(I64, offset + length - Long.BYTES);
+        h = h * 31 + src.get(I64, offset + length - Long.BYTES);
+        int counterNameLength = src.get(ValueLayout.JAVA_BYTE, offset + COUNTER_NAME_LENGTH_AT) & 0xFF;
+        return h * 31 + src.get(I64, offset + Math.max(0, length - counterNameLength - Long.BYTES));
     }
 
     private static int bucket(long h, int buckets) {

@@ -107,6 +107,8 @@ public final class DescriptorCodec {
     private static final int OFF_RANK = 14;
     private static final int OFF_SEGMENT_NAME_LENGTH = 15;
     private static final int OFF_COUNTER_NAME_LENGTH = 16;
+    /** For {@link DecodeMemo}: where the counter file name's length is. */
+    static final int COUNTER_NAME_LENGTH_OFFSET = OFF_COUNTER_NAME_LENGTH;
     private static final int OFF_RESERVED = 17;
     private static final int RESERVED_BYTES = 3;
     private static final int OFF_SLOT = 20;

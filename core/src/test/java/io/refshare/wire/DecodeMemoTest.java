@@ -10,7 +10,9 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 
 import static io.refshare.wire.DescriptorTest.CNT;
@@ -109,6 +111,37 @@ class DecodeMemoTest {
                 assertSame(first.tensor(), d.tensor(), "block " + i);
             }
         }
+    }
+
+    @Test
+    void blocksOfManySegmentsOfOneSizeAreRememberedEachByItsSegment() {
+        // a pool of 1 MiB blocks spans many 4 MiB segments, all of one size and one counter file: the
+        // tables must tell the segments apart by name, or they take turns in one bucket and every
+        // message is parsed again
+        DecodeMemo memo = new DecodeMemo();
+        long blockBytes = 1 << 20;
+        int segments = 64;
+        Map<String, String> nameDecodedFirst = new HashMap<>();
+        int parsedAgain = 0;
+        for (int round = 0; round < 3; round++) {
+            for (int block = 0; block < 4; block++) {
+                for (int s = 0; s < segments; s++) {
+                    String segment = "refshare-seg-" + String.format("%032x", 0x9e3779b97f4a7c15L * (s + 1));
+                    byte[] b = DescriptorCodec.encode(Descriptor.host(segment, 4 * blockBytes, block * blockBytes,
+                            blockBytes, CNT, round, TensorLayout.contiguous(DType.UINT8, blockBytes), SENDER));
+                    assertEquals(outcome(DescriptorCodec::decode, b), outcome(m -> decodeThrough(memo, m), b));
+                    String name = memo.decodeBlock(MemorySegment.ofArray(b), 0, b.length).segmentName();
+                    String first = nameDecodedFirst.putIfAbsent(segment, name);
+                    if (first != null && first != name) { // a parse makes new strings; a hit answers the kept ones
+                        parsedAgain++;
+                    }
+                }
+            }
+        }
+        // segments that share a bucket by chance take turns in it (6 of these 64 do, 64 of 704 messages);
+        // before the segment name was hashed, all 64 did
+        int remembered = 3 * 4 * segments - segments;
+        assertTrue(parsedAgain < remembered / 4, parsedAgain + " of " + remembered + " messages parsed again");
     }
 
     @Test
