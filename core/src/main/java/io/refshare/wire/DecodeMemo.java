@@ -26,9 +26,10 @@ import static io.refshare.wire.DescriptorCodec.I64;
  * still finds its segment in the second. Streaming fresh 1 KiB tensors to eight consumers
  * cycled through thousands of blocks, and every message was decoded in full (a quarter of a
  * consumer's time, 650 bytes of garbage each). The segment table is as large as the receive
- * cache's bound on idle mappings: a pool of 1 MiB blocks spans hundreds of 4 MiB segments, and
- * with 64 entries eight consumers of such a pool moved 540-700k tensors/s, with 1,024
- * 770-800k.
+ * cache's bound on idle mappings, since a pool of 1 MiB blocks spans hundreds of 4 MiB
+ * segments. (A measurement once credited that size with 540-700k against 770-800k tensors/s
+ * for eight consumers of such a pool; it was taken while the hash could not tell segments of
+ * one size apart, so all of them shared one bucket whatever the size.)
  *
  * <p>{@link #decodeBlock} answers the descriptor of the block, whose slot is that of the first
  * message of its segment seen; the message's own slot is read apart
