@@ -839,28 +839,33 @@ public final class ShmQueue implements AutoCloseable {
         if (!notEmpty.startSpinning(selfEntry, busy ? Integer.MAX_VALUE : Spinning.SPINNERS)) {
             return null;
         }
-        boolean counted = true;
+        long h;
         try {
-            while (Spinning.until(start, spinDeadline, messageOrEnd, !busy)) {
-                long h = cells.claimReadable(deadline);
-                if (h >= 0) {
-                    notEmpty.stopSpinning(selfEntry);
-                    counted = false;
-                    return deliver(h, whileClaimed);
-                }
-                // lost the race, or the stream ended: the end is the caller's to report
-                long now = System.nanoTime();
-                if (h != QueueCells.EMPTY || now - spinDeadline >= 0 || cells.isClosed() || uses.isClosed()
-                        || (!busy && crowded.crowded(now))) {
-                    return null;
-                }
-            }
-            return null;
+            h = claimWhileSpinning(start, spinDeadline, deadline, busy);
         } finally {
-            if (counted) {
-                notEmpty.stopSpinning(selfEntry);
+            notEmpty.stopSpinning(selfEntry);
+        }
+        return h >= 0 ? deliver(h, whileClaimed) : null;
+    }
+
+    /**
+     * The spin of {@link #spinForMessage}: the position it claimed, or {@link QueueCells#EMPTY}
+     * when the spin ran out, the stream ended or this handle closed (the caller reports those).
+     */
+    private long claimWhileSpinning(long start, long spinDeadline, long deadline, boolean busy) {
+        while (Spinning.until(start, spinDeadline, messageOrEnd, !busy)) {
+            long h = cells.claimReadable(deadline);
+            if (h >= 0) {
+                return h;
+            }
+            // lost the race, or the stream ended
+            long now = System.nanoTime();
+            if (h != QueueCells.EMPTY || now - spinDeadline >= 0 || cells.isClosed() || uses.isClosed()
+                    || (!busy && crowded.crowded(now))) {
+                return QueueCells.EMPTY;
             }
         }
+        return QueueCells.EMPTY;
     }
 
     /** A busy-spinning wait between attempts: a slice of spinning, never a sleep. */
