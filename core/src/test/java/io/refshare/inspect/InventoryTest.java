@@ -115,8 +115,9 @@ class InventoryTest {
                     assertTrue(reader.read().startsWith("HELD "));
                     assertEquals("1 published, 0 retired, 0 reclaimed, 1 live version, 3 reader processes",
                             holderEntry(shm, name).details());
-                    reader.kill();
+                    // the creator first: alive, its housekeeping (every 100 ms) would reclaim the dead reader
                     creator.kill();
+                    reader.kill();
                     Inventory.Entry e = holderEntry(shm, name);
                     assertEquals(creator.pid(), e.owner().pid());
                     assertEquals(Verdict.DEAD, e.ownerVerdict(), "the creator is dead, on its life lock's evidence");
