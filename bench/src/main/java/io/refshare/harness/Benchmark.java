@@ -28,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 final class Benchmark {
     private static final int CLOCK_PROBES = 50;
     private static final long WARMUP_MAX_BYTES = 64 << 10;
+    private static final int PING_PONG_SLICES = 10;
 
     private final Settings settings;
     private final PrintStream log;
@@ -61,14 +62,15 @@ final class Benchmark {
             try (PeerProcess peer = PeerProcess.start(settings.directory(), settings.prefix())) {
                 consumerPid = peer.pid();
                 log.printf(Locale.ROOT, "producer pid %d, consumer pid %d%n", ProcessHandle.current().pid(), consumerPid);
-                try (SocketBench socket = SocketBench.connect(peer)) {
+                try (SocketBench socket = SocketBench.connect(peer); AgronaBench agrona = startAgrona(plans)) {
                     clock = ClockCheck.probe(peer, CLOCK_PROBES);
                     RefshareBench refshare = new RefshareBench(rs, peer);
                     // compiling the hot paths does not need large payloads: a run of 256 MiB only would
                     // otherwise fill 256 MiB tens of thousands of times before measuring anything
                     warmUp(refshare, socket, Math.min(Collections.min(settings.sizes()), WARMUP_MAX_BYTES));
+                    warmUp(agrona, plans);
                     for (SizePlan plan : plans) {
-                        measure(refshare, socket, plan);
+                        measure(refshare, socket, agrona, plan);
                         rs.trim(); // give this size's pooled memory back before the next one
                     }
                 }
@@ -78,7 +80,6 @@ final class Benchmark {
                 measurements.addAll(python.measurements());
                 consumerExit = peer.finish(log);
             }
-            measureAgrona(plans);
             limboEmpty = rs.awaitLimboEmpty(Duration.ofSeconds(10));
         } finally {
             rs.close();
@@ -143,7 +144,8 @@ final class Benchmark {
         } while (System.nanoTime() - until < 0);
     }
 
-    private void measure(RefshareBench refshare, SocketBench socket, SizePlan p) throws IOException, InterruptedException {
+    private void measure(RefshareBench refshare, SocketBench socket, AgronaBench agrona, SizePlan p)
+            throws IOException, InterruptedException {
         log.printf(Locale.ROOT, "%s: ping-pong %,d rounds (+%,d warm-up), streaming %,d messages (+%,d warm-up), "
                         + "window %d, reclamation %,d + %,d rounds%n", ByteSize.label(p.size()), p.pingPongRounds(),
                 p.pingPongWarmup(), p.streamMessages(), p.streamWarmup(), p.window(), p.reclaimRounds(),
@@ -165,9 +167,16 @@ final class Benchmark {
             }
         }
         RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
-        add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false,
-                spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()),
+        boolean ring = agrona != null && AgronaBench.fits(p.size());
+        BusySpinPingPongs pingPongs = ring ? interleaved(spinning, agrona, p)
+                : new BusySpinPingPongs(spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()),
+                        null);
+        add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false, pingPongs.refshare(),
                 spinning.stream(p.size(), Mode.REUSE, p.streamWarmup(), p.streamMessages(), p.window())));
+        if (ring) {
+            add(new Measurement(p.size(), AgronaBench.SYSTEM, false, pingPongs.ring(),
+                    agrona.stream(p.size(), p.streamWarmup(), p.streamMessages())));
+        }
         LatencyStats latency = socket.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds());
         ThroughputStats throughput = socket.stream(p.size(), p.streamWarmup(), p.streamMessages());
         add(new Measurement(p.size(), Measurement.SOCKET, true, latency, throughput));
@@ -177,28 +186,49 @@ final class Benchmark {
                 p.reclaimHeldRounds()));
     }
 
-    /** The Agrona ring rows, at the sizes a ring of {@link AgronaRings#CAPACITY} takes comfortably. */
-    private void measureAgrona(List<SizePlan> plans) throws IOException, InterruptedException {
-        List<SizePlan> fitting = plans.stream().filter(p -> AgronaBench.fits(p.size())).toList();
-        if (fitting.isEmpty()) {
+    /** The Agrona ring's own pair of JVMs, or null when no size of the run fits its ring. */
+    private AgronaBench startAgrona(List<SizePlan> plans) throws IOException, InterruptedException {
+        return plans.stream().anyMatch(p -> AgronaBench.fits(p.size())) ? AgronaBench.start(settings.directory()) : null;
+    }
+
+    /** Warms the ring's pair up as long as refshare's, at the smallest size it takes. */
+    private void warmUp(AgronaBench agrona, List<SizePlan> plans) throws IOException, InterruptedException {
+        int rounds = settings.warmup();
+        if (agrona == null || rounds == 0) {
             return;
         }
-        try (AgronaBench agrona = AgronaBench.start(settings.directory())) {
-            // its own pair of JVMs: warmed up as long as refshare's, at the smallest size
-            long size = fitting.getFirst().size();
-            int rounds = settings.warmup();
-            if (rounds > 0) {
-                repeatForTheWarmUp(() -> {
-                    agrona.pingPong(size, 0, rounds);
-                    agrona.stream(size, 1, 5 * rounds);
-                });
-            }
-            for (SizePlan p : fitting) {
-                add(new Measurement(p.size(), AgronaBench.SYSTEM, false,
-                        agrona.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds()),
-                        agrona.stream(p.size(), p.streamWarmup(), p.streamMessages())));
-            }
+        long size = plans.stream().mapToLong(SizePlan::size).filter(AgronaBench::fits).min().orElseThrow();
+        repeatForTheWarmUp(() -> {
+            agrona.pingPong(size, 0, rounds);
+            agrona.stream(size, 1, 5 * rounds);
+        });
+    }
+
+    /** The two busy-spin ping-pongs of one size; {@code ring} is null where the ring was not measured. */
+    private record BusySpinPingPongs(LatencyStats refshare, LatencyStats ring) {
+    }
+
+    /**
+     * refshare's busy-spin ping-pong and the Agrona ring's, in {@value #PING_PONG_SLICES} alternating
+     * slices of the plan's rounds (each slice with its share of the warm-up rounds), so that both see
+     * the machine in the same state. Measured minutes apart they did not: a VM can switch, every few
+     * seconds to minutes, between states in which a cache line moves between two of its CPUs in
+     * about 100 ns and in about 400 ns (the 2-core VM of the README's runs, whichever CPUs the two
+     * processes were pinned to), and two rows taken apart compared one state with the other
+     * (0.8× to 6.9× there).
+     */
+    private BusySpinPingPongs interleaved(RefshareBench spinning, AgronaBench agrona, SizePlan p)
+            throws IOException, InterruptedException {
+        int slices = Math.min(PING_PONG_SLICES, p.pingPongRounds());
+        int warmup = Math.max(1, p.pingPongWarmup() / slices);
+        List<LatencyStats> refshare = new ArrayList<>();
+        List<LatencyStats> ring = new ArrayList<>();
+        for (int i = 0; i < slices; i++) {
+            int rounds = p.pingPongRounds() / slices + (i < p.pingPongRounds() % slices ? 1 : 0);
+            refshare.add(spinning.pingPong(p.size(), Mode.REUSE, warmup, rounds));
+            ring.add(agrona.pingPong(p.size(), warmup, rounds));
         }
+        return new BusySpinPingPongs(LatencyStats.concat(refshare), LatencyStats.concat(ring));
     }
 
     private void add(Reclamation r) {

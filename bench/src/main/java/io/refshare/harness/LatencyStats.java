@@ -3,6 +3,7 @@ package io.refshare.harness;
 import org.HdrHistogram.Histogram;
 
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * Ping-pong latency of one system at one size, from per-round timestamps taken with
@@ -34,6 +35,16 @@ record LatencyStats(long[] oneWayNanos, long[] roundTripNanos, int clockViolatio
             }
         }
         return new LatencyStats(oneWay, roundTrip, violations);
+    }
+
+    /** The rounds of {@code parts} one after the other, as if measured in one go. */
+    static LatencyStats concat(List<LatencyStats> parts) {
+        if (parts.isEmpty()) {
+            throw new IllegalArgumentException("no latencies to join");
+        }
+        long[] oneWay = parts.stream().flatMapToLong(x -> Arrays.stream(x.oneWayNanos)).toArray();
+        long[] roundTrip = parts.stream().flatMapToLong(x -> Arrays.stream(x.roundTripNanos)).toArray();
+        return new LatencyStats(oneWay, roundTrip, parts.stream().mapToInt(LatencyStats::clockViolations).sum());
     }
 
     int rounds() {

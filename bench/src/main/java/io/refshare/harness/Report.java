@@ -73,7 +73,8 @@ final class Report {
         line(s, "  never yield or sleep while waiting: for processes with a CPU of their own; here they share 2 cores).");
         line(s, "agrona ring copy (busy-spin): the payload copied into an Agrona one-to-one ring buffer in a shared file");
         line(s, "  (agrona 2.4.1) and read in place by the peer JVM, both spinning: the physical limit of a hand-off");
-        line(s, "  here (no reference counting, no pooled memory; sizes up to 1 MiB).");
+        line(s, "  here (no reference counting, no pooled memory; sizes up to 1 MiB). Its ping-pong and refshare");
+        line(s, "  busy-spin's run in 10 alternating slices, so that both see the machine in the same state.");
         line(s, "unix socket copy: the payload written to a Unix domain socket, read in full by the consumer before it");
         line(s, "  reads; ping-pong answered with one byte (refshare's answer is an 8-byte tensor on a second queue).");
         if (r.python() != null) {

@@ -36,8 +36,8 @@ class BenchPythonTest {
                         .map(Measurement::system).toList();
                 assertEquals(List.of("refshare reuse", "refshare reuse, batches of 32",
                         "refshare batches of 32 different", "refshare fresh",
-                        "refshare busy-spin reuse", "unix socket copy", "refshare java->python numpy reuse",
-                        "refshare java->python numpy fresh", "refshare python->java reuse", "refshare python->java fresh", AgronaBench.SYSTEM), systems);
+                        "refshare busy-spin reuse", AgronaBench.SYSTEM, "unix socket copy", "refshare java->python numpy reuse",
+                        "refshare java->python numpy fresh", "refshare python->java reuse", "refshare python->java fresh"), systems);
             }
             for (Measurement m : r.measurements()) {
                 LatencyStats l = m.latency();

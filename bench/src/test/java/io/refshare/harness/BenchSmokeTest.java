@@ -38,7 +38,7 @@ class BenchSmokeTest {
             List<String> systems = r.measurements().stream().map(Measurement::system).toList();
             assertEquals(List.of("refshare reuse", "refshare reuse, batches of 32",
                     "refshare batches of 32 different", "refshare fresh",
-                    "refshare busy-spin reuse", "unix socket copy", AgronaBench.SYSTEM), systems);
+                    "refshare busy-spin reuse", AgronaBench.SYSTEM, "unix socket copy"), systems);
             assertEquals(1, r.measurements().stream().filter(Measurement::baseline).count());
             for (Measurement m : r.measurements()) {
                 assertEquals(1024, m.size());
