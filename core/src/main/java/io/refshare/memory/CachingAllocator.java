@@ -54,9 +54,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * (the limbo's) that other threads hold while they call {@link #free}; calling it under our
  * lock would invert that order and deadlock, which is how PyTorch's CUDA allocator deadlocked
  * when it freed shared blocks under its own mutex. The backend calls are slow (file creation,
- * page reservation, unmapping) and would stall every allocating thread. {@link #free} itself
- * never calls out: it only updates the bookkeeping, so it is safe from any context, including
- * the miss handler and the limbo's own lock.
+ * page reservation, unmapping) and would stall every allocating thread. {@link #free} and
+ * {@link #freeAll} never call out: they only update the bookkeeping, so they are safe from any
+ * context, including the miss handler and the limbo's own lock.
  * <p><b>Growth without the lock.</b> A thread that grows first <em>reserves</em> the new
  * segment's bytes under the lock ({@code reservedBytes}), so concurrent growers cannot
  * together pass the cap; it then creates the segment unlocked and registers it under the lock,
@@ -194,34 +194,75 @@ public final class CachingAllocator implements AutoCloseable {
      * @throws IllegalStateException    when the block was freed already
      */
     public void free(AllocatedBlock block) {
+        checkOwnBlock(block);
+        lock.lock();
+        try {
+            freeLocked(block);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Returns {@code blocks} to the cache as {@link #free} returns each, under one taking of the
+     * lock: a collector that frees a pass's worth of blocks keeps a thread that allocates
+     * meanwhile waiting once, not once per block. Every block that can be freed is; the first
+     * failure is thrown after the last block, later ones added to it as suppressed.
+     *
+     * @throws IllegalArgumentException when a block belongs to another allocator
+     * @throws IllegalStateException    when a block was freed already
+     */
+    public void freeAll(List<AllocatedBlock> blocks) {
+        RuntimeException failure = null;
+        lock.lock();
+        try {
+            for (AllocatedBlock block : blocks) {
+                try {
+                    checkOwnBlock(block);
+                    freeLocked(block);
+                } catch (IllegalArgumentException | IllegalStateException | NullPointerException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private void checkOwnBlock(AllocatedBlock block) {
         Objects.requireNonNull(block, "block");
         if (block.owner != this) {
             throw new IllegalArgumentException("block " + block + " was not allocated by this allocator");
         }
-        lock.lock();
-        try {
-            if (block.freed) {
-                throw new IllegalStateException("double free of block " + block);
+    }
+
+    private void freeLocked(AllocatedBlock block) {
+        if (block.freed) {
+            throw new IllegalStateException("double free of block " + block);
+        }
+        block.freed = true;
+        if (closed) {
+            return;
+        }
+        blocksInUse--;
+        bytesInUse -= block.length();
+        if (block.small != null) {
+            block.small.release(block.offset(), block.order);
+            recentSmall = block.small;
+        } else {
+            Segment segment = block.segment();
+            if (!largeInUse.remove(segment)) {
+                throw new IllegalStateException("large block " + block + " has no segment in use (bookkeeping corrupted)");
             }
-            block.freed = true;
-            if (closed) {
-                return;
-            }
-            blocksInUse--;
-            bytesInUse -= block.length();
-            if (block.small != null) {
-                block.small.release(block.offset(), block.order);
-                recentSmall = block.small;
-            } else {
-                Segment segment = block.segment();
-                if (!largeInUse.remove(segment)) {
-                    throw new IllegalStateException("large block " + block + " has no segment in use (bookkeeping corrupted)");
-                }
-                largeCache.computeIfAbsent(segment.size(), size -> new ArrayDeque<>()).push(segment);
-                largeCached++;
-            }
-        } finally {
-            lock.unlock();
+            largeCache.computeIfAbsent(segment.size(), size -> new ArrayDeque<>()).push(segment);
+            largeCached++;
         }
     }
 

@@ -62,6 +62,14 @@ public final class LocalBlock extends Storage {
         return block.segment().exportOffset() + block.offset();
     }
 
+    /**
+     * Hands this block to {@code frees} instead of freeing it now, if it is host memory of
+     * {@code frees}' allocator; false (nothing done) for device memory or another allocator.
+     */
+    boolean disposeInto(HostFrees frees) {
+        return device == null && frees.add(allocator, block);
+    }
+
     @Override
     void dispose() {
         if (device != null) {

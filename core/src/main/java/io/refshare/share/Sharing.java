@@ -51,7 +51,7 @@ public final class Sharing implements AutoCloseable {
     private final CachingAllocator allocator;
     private final CounterFilePool counterFiles;
     private final ReceiveCache receiveCache;
-    private final Limbo limbo = new Limbo();
+    private final Limbo limbo;
     private final ProcessIdentity self = ProcessIdentity.current();
     private final StatusFile status;
     private final Thread collector;
@@ -84,6 +84,7 @@ public final class Sharing implements AutoCloseable {
         this.deviceFactory = deviceFactory;
         this.directory = directory;
         this.allocator = new CachingAllocator(new HostBackend(directory), this::collectOnMiss, capacityBytes);
+        this.limbo = new Limbo(allocator);
         this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile);
         this.receiveCache = new ReceiveCache(directory);
         this.status = StatusFile.create(directory);

@@ -329,6 +329,35 @@ class CachingAllocatorTest {
     }
 
     @Test
+    void freeAllReturnsEveryBlockItCanAndThenReportsTheOnesItCouldNot() {
+        try (var allocator = new CachingAllocator(backend); var other = new CachingAllocator(backend)) {
+            AllocatedBlock small = allocator.allocate(1000);
+            AllocatedBlock large = allocator.allocate(3 * MIB);
+            AllocatedBlock freedBefore = allocator.allocate(64);
+            AllocatedBlock last = allocator.allocate(5000);
+            AllocatedBlock foreign = other.allocate(100);
+            allocator.free(freedBefore);
+
+            var failure = assertThrows(IllegalStateException.class,
+                    () -> allocator.freeAll(List.of(small, freedBefore, large, foreign, last)));
+            assertTrue(failure.getMessage().contains("double free"), failure.getMessage());
+            assertEquals(1, failure.getSuppressed().length);
+            assertTrue(failure.getSuppressed()[0].getMessage().contains("not allocated by this allocator"));
+            // the blocks before and after the bad ones went back all the same
+            assertEquals(0, allocator.stats().blocksInUse());
+            assertThrows(IllegalStateException.class, small::memory);
+            assertThrows(IllegalStateException.class, last::memory);
+            assertEquals(1, other.stats().blocksInUse(), "the foreign block is left to its own allocator");
+
+            AllocatedBlock again = allocator.allocate(3 * MIB);
+            assertSame(large.segment(), again.segment(), "the large segment went back to the cache");
+            allocator.freeAll(List.of(again));
+            allocator.freeAll(List.of());
+            assertEquals(0, allocator.stats().blocksInUse());
+        }
+    }
+
+    @Test
     void releaseCachedGivesFreeSegmentsBackAndKeepsBlocksInUse() {
         try (var allocator = new CachingAllocator(backend)) {
             AllocatedBlock kept = allocator.allocate(3 * MIB);
