@@ -167,15 +167,13 @@ final class Benchmark {
             }
         }
         RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
-        boolean ring = agrona != null && AgronaBench.fits(p.size());
-        BusySpinPingPongs pingPongs = ring ? interleaved(spinning, agrona, p)
-                : new BusySpinPingPongs(spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()),
-                        null);
-        add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false, pingPongs.refshare(),
-                spinning.stream(p.size(), Mode.REUSE, p.streamWarmup(), p.streamMessages(), p.window())));
-        if (ring) {
+        if (agrona != null && AgronaBench.fits(p.size())) {
+            BusySpinPingPongs pingPongs = interleaved(spinning, agrona, p);
+            addBusySpin(spinning, p, pingPongs.refshare());
             add(new Measurement(p.size(), AgronaBench.SYSTEM, false, pingPongs.ring(),
                     agrona.stream(p.size(), p.streamWarmup(), p.streamMessages())));
+        } else {
+            addBusySpin(spinning, p, spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()));
         }
         LatencyStats latency = socket.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds());
         ThroughputStats throughput = socket.stream(p.size(), p.streamWarmup(), p.streamMessages());
@@ -204,7 +202,14 @@ final class Benchmark {
         });
     }
 
-    /** The two busy-spin ping-pongs of one size; {@code ring} is null where the ring was not measured. */
+    /** refshare busy-spin's row: {@code pingPong}, and its streaming measured now. */
+    private void addBusySpin(RefshareBench spinning, SizePlan p, LatencyStats pingPong)
+            throws IOException, InterruptedException {
+        add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false, pingPong,
+                spinning.stream(p.size(), Mode.REUSE, p.streamWarmup(), p.streamMessages(), p.window())));
+    }
+
+    /** The two busy-spin ping-pongs of one size, measured together. */
     private record BusySpinPingPongs(LatencyStats refshare, LatencyStats ring) {
     }
 
