@@ -5,6 +5,7 @@ import io.refshare.memory.CachingAllocator;
 import io.refshare.wire.Backend;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 /**
  * Storage this process allocated from one of its caching allocators: the host one, or the
@@ -63,11 +64,12 @@ public final class LocalBlock extends Storage {
     }
 
     /**
-     * Hands this block to {@code frees} instead of freeing it now, if it is host memory of
-     * {@code frees}' allocator; false (nothing done) for device memory or another allocator.
+     * For host memory, adds this block to {@code hostBlocks} instead of freeing it, for the
+     * caller to free together with others ({@link CachingAllocator#freeAll} of the process's host
+     * allocator, the only one host blocks come from); false (nothing done) for device memory.
      */
-    boolean disposeInto(HostFrees frees) {
-        return device == null && frees.add(allocator, block);
+    boolean disposeInto(List<AllocatedBlock> hostBlocks) {
+        return device == null && hostBlocks.add(block);
     }
 
     @Override
