@@ -46,6 +46,11 @@ public final class BenchCommand implements Callable<Integer> {
                     + "(default: from the size, fewer for large ones)")
     int iterations;
 
+    @Option(names = "--window", paramLabel = "N", defaultValue = "0",
+            description = "capacity of the streaming queues (and the other systems' windows) at every size "
+                    + "(default: 64 messages, up to 1 MiB of small ones, at most 1 GiB: 1,024 at 1 KiB)")
+    int window;
+
     @Option(names = "--warmup", paramLabel = "N", description = "ping-pong rounds of each kind in a warm-up pass "
             + "(streams: five times as many), so both JVMs have compiled their hot paths (default: 20000, with --quick 5000)")
     Integer warmup;
@@ -91,7 +96,7 @@ public final class BenchCommand implements Callable<Integer> {
             return io.refshare.ucx.bench.CrossHostBench.report(sizes, System.out);
         }
         if (scaling) {
-            Settings s = new Settings(sizes != null ? sizes : List.of(1L << 10, 1L << 20), false, 0, 0, 0, directory, prefix,
+            Settings s = new Settings(sizes != null ? sizes : List.of(1L << 10, 1L << 20), false, 0, 0, 0, 0, directory, prefix,
                     false, false);
             if (out != null) {
                 Files.createDirectories(out);
@@ -102,7 +107,7 @@ public final class BenchCommand implements Callable<Integer> {
         }
         Settings settings = new Settings(sizes != null ? sizes : quick ? QUICK_SIZES : FULL_SIZES, quick, iterations,
                 warmup != null ? warmup : quick ? 5_000 : 20_000,
-                warmupSeconds != null ? warmupSeconds : quick ? 3 : 10, directory, prefix, !noTorch, !noPython);
+                warmupSeconds != null ? warmupSeconds : quick ? 3 : 10, window, directory, prefix, !noTorch, !noPython);
         if (out != null) {
             Files.createDirectories(out); // fail before a run of minutes, not after
         }

@@ -34,7 +34,8 @@ final class Report {
         String socketWindow = r.measurements().stream().filter(Measurement::baseline).findFirst()
                 .map(x -> x.throughput().window()).orElse("its kernel buffers");
         line(s, "throughput  streaming through a bounded window, timed by the consumer (refshare: queue capacity,");
-        line(s, "            at most 64 messages and 1 GiB; socket: %s).", socketWindow);
+        line(s, "            64 messages, up to 1 MiB of small ones, at most 1 GiB, unless --window says; socket: %s).",
+                socketWindow);
         line(s, "            GB/s = 10^9 bytes made readable per second: refshare maps the producer's memory, the");
         line(s, "            socket copies every byte.");
         line(s, "warm-up     before anything is measured, every kind ran unmeasured for %d s (the Agrona ring's JVMs",

@@ -16,12 +16,13 @@ import java.util.List;
  * @param warmupSeconds warm-up passes repeat until this long has passed (at least one pass): on two
  *                   CPUs the compilers share them with the two busy processes, and a 1 KiB stream took
  *                   5 to 8 s to reach its steady rate
+ * @param window     the streaming queue's capacity at every size; 0 lets the size decide ({@link SizePlan#defaultWindow})
  * @param torch      also measure torch.multiprocessing when {@code /usr/bin/python3} has torch
  * @param python     also measure Java -> Python and Python -> Java when {@code /usr/bin/python3} imports
  *                   the refshare package
  */
-record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, int warmupSeconds, Path directory,
-                String prefix, boolean torch, boolean python) {
+record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, int warmupSeconds, int window,
+                Path directory, String prefix, boolean torch, boolean python) {
 
     Settings {
         sizes = sizes.stream().distinct().toList();
@@ -39,6 +40,10 @@ record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, int
         if (warmup < 0) {
             throw new IllegalArgumentException("--warmup must not be negative, was " + warmup);
         }
+        if (window < 0 || window > 1 << 20) {
+            throw new IllegalArgumentException("--window must be between 1 and 1048576 messages (or 0 for the default),"
+                    + " was " + window);
+        }
         if (warmupSeconds < 0) {
             throw new IllegalArgumentException("--warmup-seconds must not be negative, was " + warmupSeconds);
         }
@@ -49,6 +54,6 @@ record Settings(List<Long> sizes, boolean quick, int iterations, int warmup, int
     }
 
     SizePlan plan(long size) {
-        return SizePlan.of(size, quick, iterations);
+        return SizePlan.of(size, quick, iterations, window);
     }
 }

@@ -106,13 +106,25 @@ class BenchSmokeTest {
 
     @Test
     void plansShrinkWithSizeAndHonourIterations() {
-        SizePlan small = SizePlan.of(1024, false, 0);
-        SizePlan large = SizePlan.of(256L << 20, false, 0);
+        SizePlan small = SizePlan.of(1024, false, 0, 0);
+        SizePlan large = SizePlan.of(256L << 20, false, 0, 0);
         assertTrue(large.pingPongRounds() < small.pingPongRounds() && large.streamMessages() < small.streamMessages());
         assertTrue(large.pingPongRounds() >= 30 && large.window() >= 4 && large.streamWarmup() >= large.window());
-        SizePlan fixed = SizePlan.of(1L << 20, true, 123);
+        SizePlan fixed = SizePlan.of(1L << 20, true, 123, 16);
         assertEquals(123, fixed.pingPongRounds());
         assertEquals(123, fixed.streamMessages());
+        assertEquals(16, fixed.window());
+    }
+
+    @Test
+    void theDefaultWindowHoldsAMebibyteOfSmallMessagesAndAtMostAGibibyte() {
+        assertEquals(1024, SizePlan.defaultWindow(1));
+        assertEquals(1024, SizePlan.defaultWindow(1024));
+        assertEquals(256, SizePlan.defaultWindow(4096));
+        assertEquals(64, SizePlan.defaultWindow(64 << 10));
+        assertEquals(64, SizePlan.defaultWindow(16L << 20));
+        assertEquals(4, SizePlan.defaultWindow(256L << 20));
+        assertEquals(4, SizePlan.defaultWindow(Integer.MAX_VALUE));
     }
 
     private static List<String> list(Path dir) throws IOException {
