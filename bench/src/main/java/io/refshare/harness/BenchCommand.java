@@ -48,7 +48,8 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--window", paramLabel = "N", defaultValue = "0",
             description = "capacity of the streaming queues (and the other systems' windows) at every size "
-                    + "(default: 64 messages, up to 1 MiB of small ones, at most 1 GiB: 1,024 at 1 KiB)")
+                    + "(default: 64 messages, up to 1 MiB of small ones, at most 1 GiB: 1,024 at 1 KiB; "
+                    + "--scaling keeps its queue of 64)")
     int window;
 
     @Option(names = "--warmup", paramLabel = "N", description = "ping-pong rounds of each kind in a warm-up pass "

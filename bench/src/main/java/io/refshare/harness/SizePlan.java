@@ -42,9 +42,9 @@ record SizePlan(long size, int pingPongWarmup, int pingPongRounds, int streamWar
     /**
      * Messages in flight at most, by default: 64, up to a MiB of small ones (1,024 of 1 KiB; the
      * socket's kernel buffers hold 8 MiB), and no more than a GiB of large ones (fresh tensors in
-     * flight each hold their own memory). Below 64 messages of 1 KiB the two processes took turns
-     * sleeping on two CPUs: the producer found the queue full within microseconds of any pause of
-     * the consumer's, and each sleep's wake-up could bring the pair onto one CPU.
+     * flight each hold their own memory). With only 64 messages of 1 KiB the two processes took
+     * turns sleeping on two CPUs: the producer found the queue full within microseconds of any
+     * pause of the consumer's, and each sleep's wake-up could bring the pair onto one CPU.
      */
     static int defaultWindow(long size) {
         return (int) Math.clamp(Math.min(GIB / size, Math.max(64, MIB / size)), 4, 1024);
