@@ -43,6 +43,11 @@ public final class BenchPeer {
     static final String CLOCK = "CLOCK";
     static final String CONNECT = "CONNECT";
     static final String CONNECTED = "CONNECTED";
+    /**
+     * {@code THREAD}: replies {@code THREAD tid}, the thread that serves the commands and so
+     * consumes every stream ({@code THREAD -} when /proc cannot tell).
+     */
+    static final String THREAD = "THREAD";
     /** {@code RS_PINGPONG ping pong rounds mode [waitStrategy]}: replies {@code RESULT bad readAt...}. */
     static final String RS_PINGPONG = "RS_PINGPONG";
     /** {@code RS_STREAM queue messages warmup mode}: replies {@code RESULT bad start end}. */
@@ -118,6 +123,8 @@ public final class BenchPeer {
     private void serve(String[] w) throws Exception {
         switch (w[0]) {
             case CLOCK -> reply(CLOCK + " " + System.nanoTime());
+            case THREAD -> reply(THREAD + " " + SharedCpu.currentThread().map(t -> Long.toString(SharedCpu.threadId(t)))
+                    .orElse("-"));
             case CONNECT -> {
                 socket = SocketChannel.open(StandardProtocolFamily.UNIX);
                 socket.setOption(StandardSocketOptions.SO_SNDBUF, SocketBench.BUFFER_BYTES);

@@ -10,6 +10,7 @@ import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -30,10 +31,15 @@ final class PeerProcess implements AutoCloseable {
     private final BlockingQueue<String> replies = new LinkedBlockingQueue<>();
 
     private final String role;
+    /** Whether the peer answers {@link BenchPeer#THREAD} (the Java consumer does). */
+    private final boolean tellsItsThread;
+    /** The stat file of the peer's measuring thread once asked; null before. */
+    private Optional<Path> measuringThread;
 
-    private PeerProcess(Process process, String role) {
+    private PeerProcess(Process process, String role, boolean tellsItsThread) {
         this.process = process;
         this.role = role;
+        this.tellsItsThread = tellsItsThread;
         this.commands = new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8);
         Thread.ofPlatform().daemon().name("bench-peer-replies").start(this::readReplies);
     }
@@ -41,19 +47,19 @@ final class PeerProcess implements AutoCloseable {
     /** Starts the consumer with this JVM's java and class path, and waits until it is ready. */
     static PeerProcess start(Path directory, String prefix) throws IOException, InterruptedException {
         Process p = ChildJvms.start(BenchPeer.class, "256m", directory.toString(), prefix);
-        return ready(new PeerProcess(p, "the consumer process"));
+        return ready(new PeerProcess(p, "the consumer process", true));
     }
 
     /** Starts the Agrona ring peer ({@link AgronaPeer}) on the rings of {@code file}, and waits until it is ready. */
     static PeerProcess startAgrona(Path file) throws IOException, InterruptedException {
         Process p = ChildJvms.start(AgronaPeer.class, "256m", AgronaRings.JVM_OPTIONS, file.toString());
-        return ready(new PeerProcess(p, "the Agrona peer"));
+        return ready(new PeerProcess(p, "the Agrona peer", false));
     }
 
     /** Starts the Python peer (python/peers/bench_peer.py on /usr/bin/python3) and waits until it is ready. */
     static PeerProcess startPython(Path directory, String prefix) throws IOException, InterruptedException {
         Process p = PythonPeers.start("bench_peer.py", directory.toString(), prefix);
-        return ready(new PeerProcess(p, "the Python process"));
+        return ready(new PeerProcess(p, "the Python process", false));
     }
 
     private static PeerProcess ready(PeerProcess peer) throws IOException, InterruptedException {
@@ -68,6 +74,24 @@ final class PeerProcess implements AutoCloseable {
 
     long pid() {
         return process.pid();
+    }
+
+    /**
+     * The stat file of the peer's thread that consumes the streams ({@link SharedCpu}), asked
+     * once; empty for a peer that does not tell it, or where /proc cannot.
+     */
+    Optional<Path> measuringThread() throws IOException, InterruptedException {
+        if (measuringThread == null) {
+            measuringThread = Optional.empty();
+            if (tellsItsThread) {
+                send(BenchPeer.THREAD);
+                String tid = await(BenchPeer.THREAD);
+                if (!tid.equals("-")) {
+                    measuringThread = Optional.of(SharedCpu.thread(pid(), Long.parseLong(tid)));
+                }
+            }
+        }
+        return measuringThread;
     }
 
     void send(String... words) throws IOException {

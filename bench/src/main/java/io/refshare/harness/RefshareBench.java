@@ -6,10 +6,12 @@ import io.refshare.WaitStrategy;
 import io.refshare.Tensor;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -89,21 +91,29 @@ final class RefshareBench {
         int total = warmup + messages;
         try (ShareQueue queue = rs.createQueue(window, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
+            Optional<Path> consumer = peer.measuringThread();
             peer.send(BenchPeer.RS_STREAM, queue.name(), Integer.toString(total), Integer.toString(warmup), mode.name(),
                     waiting.name());
             peer.await(BenchPeer.READY);
-            for (int i = 0; i < total; i++) {
-                if (reused != null) {
-                    put(queue, reused);
-                } else {
-                    try (Tensor fresh = filled(size, Payload.tag(mode, i))) {
-                        put(queue, fresh);
+            SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
+            SharedCpu.Result sharedCpu;
+            Reply reply;
+            try {
+                for (int i = 0; i < total; i++) {
+                    if (reused != null) {
+                        put(queue, reused);
+                    } else {
+                        try (Tensor fresh = filled(size, Payload.tag(mode, i))) {
+                            put(queue, fresh);
+                        }
                     }
                 }
+                reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            } finally {
+                sharedCpu = sampling.stop();
             }
-            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
             reply.requireNoneBad("refshare " + mode.label() + " streaming");
-            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
+            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages", sharedCpu);
         }
     }
 
@@ -121,17 +131,25 @@ final class RefshareBench {
             for (int i = 0; i < (distinct ? batchSize : 1); i++) {
                 tensors.add(filled(size, Payload.tag(Mode.REUSE, 0)));
             }
+            Optional<Path> consumer = peer.measuringThread();
             peer.send(BenchPeer.RS_STREAM_BATCH, queue.name(), Integer.toString(total), Integer.toString(warmup),
                     Integer.toString(batchSize));
             peer.await(BenchPeer.READY);
             List<Tensor> batch = distinct ? tensors : Collections.nCopies(batchSize, tensors.get(0));
-            for (int sent = 0; sent < total; sent += batchSize) {
-                queue.putAll(total - sent >= batchSize ? batch : batch.subList(0, total - sent));
+            SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
+            SharedCpu.Result sharedCpu;
+            Reply reply;
+            try {
+                for (int sent = 0; sent < total; sent += batchSize) {
+                    queue.putAll(total - sent >= batchSize ? batch : batch.subList(0, total - sent));
+                }
+                reply = Reply.parse(peer.await(BenchPeer.RESULT));
+            } finally {
+                sharedCpu = sampling.stop();
             }
-            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
             reply.requireNoneBad("refshare batches of " + batchSize + (distinct ? " different tensors" : "")
                     + " streaming");
-            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages");
+            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages", sharedCpu);
         } finally {
             tensors.forEach(Tensor::close);
         }

@@ -2,6 +2,7 @@ package io.refshare.harness;
 
 
 import java.time.format.DateTimeFormatter;
+import java.util.List;
 import java.util.Locale;
 
 /** The human table and the raw results.json of a run. */
@@ -91,6 +92,7 @@ final class Report {
             line(s, "torch.multiprocessing: torch's own processes (python3), each measurement between a fresh pair,");
             line(s, "  timed with time.monotonic_ns(), the same CLOCK_MONOTONIC.");
         }
+        sharedCpuLines(s, r);
         reclamationTable(s, r);
         s.append('\n');
         line(s, "targets, checked against this run:");
@@ -105,6 +107,24 @@ final class Report {
                 cl.filesLeft().isEmpty() ? "none" : String.join(", ", cl.filesLeft()));
         line(s, "run took %.0f s", r.elapsedNanos() / 1e9);
         return s.toString();
+    }
+
+    /** Per refshare streaming row, how often the two measuring threads were found on one CPU ({@link SharedCpu}). */
+    private static void sharedCpuLines(StringBuilder s, BenchResults r) {
+        List<Measurement> sampled = r.measurements().stream().filter(x -> x.throughput().sharedCpu().samples() > 0)
+                .toList();
+        if (sampled.isEmpty()) {
+            return;
+        }
+        s.append('\n');
+        line(s, "one CPU: while each refshare row streamed, how often the producer's and the consumer's measuring");
+        line(s, "  threads were found on one CPU (the CPU each last ran on, every %d ms). On a machine with few CPUs,",
+                SharedCpu.INTERVAL_MILLIS);
+        line(s, "  a stream whose two processes share one CPU moves less while the other CPU idles: a high share");
+        line(s, "  says the row measured the scheduler's placement as much as refshare.");
+        for (Measurement x : sampled) {
+            line(s, "  %-9s %-34s %s", ByteSize.label(x.size()), x.system(), x.throughput().sharedCpu().label());
+        }
     }
 
     private static void reclamationTable(StringBuilder s, BenchResults r) {
@@ -246,7 +266,9 @@ final class Report {
                     .array("one_way_ns", l.oneWayNanos()).array("round_trip_ns", l.roundTripNanos()).endObject();
             j.name("throughput").beginObject().field("messages", t.messages()).field("bytes", t.bytes())
                     .field("consumer_ns", t.nanos()).field("tensors_per_s", t.tensorsPerSecond())
-                    .field("gb_per_s", t.gigabytesPerSecond()).field("window", t.window()).endObject();
+                    .field("gb_per_s", t.gigabytesPerSecond()).field("window", t.window())
+                    .field("shared_cpu_samples", t.sharedCpu().samples())
+                    .field("shared_cpu_on_one", t.sharedCpu().onOneCpu()).endObject();
             j.endObject();
         }
         j.endArray();

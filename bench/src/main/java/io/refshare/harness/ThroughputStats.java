@@ -8,8 +8,14 @@ package io.refshare.harness;
  * @param bytes    bytes those messages carried (for refshare: made readable, not copied)
  * @param nanos    consumer's elapsed time for them
  * @param window   messages the producer may have in flight (queue capacity; for the socket, its buffers)
+ * @param sharedCpu how often the two processes' measuring threads were found on one CPU while the row
+ *                 streamed ({@link SharedCpu}; sampled for the refshare rows only)
  */
-record ThroughputStats(long messages, long bytes, long nanos, String window) {
+record ThroughputStats(long messages, long bytes, long nanos, String window, SharedCpu.Result sharedCpu) {
+
+    ThroughputStats(long messages, long bytes, long nanos, String window) {
+        this(messages, bytes, nanos, window, SharedCpu.Result.NONE);
+    }
 
     double tensorsPerSecond() {
         return messages / (nanos / 1e9);

@@ -56,6 +56,9 @@ class BenchSmokeTest {
                 assertEquals(ITERATIONS * 1024L, t.bytes(), m.system());
                 assertTrue(t.nanos() > 0 && Double.isFinite(t.tensorsPerSecond()) && t.tensorsPerSecond() > 0
                         && t.gigabytesPerSecond() > 0, m.system() + ": throughput");
+                assertTrue(t.sharedCpu().onOneCpu() <= t.sharedCpu().samples()
+                        && (m.system().startsWith(Measurement.REFSHARE) || t.sharedCpu().samples() == 0),
+                        m.system() + ": samples of one CPU, for refshare's rows only: " + t.sharedCpu());
             }
             assertEquals(List.of(Reclamation.AT_ONCE_NANOS, Reclamation.HELD_NANOS),
                     r.reclamations().stream().map(Reclamation::holdNanos).toList(), "reclamation variants");
@@ -83,6 +86,7 @@ class BenchSmokeTest {
             assertFalse(json.contains("NaN") || json.contains("Infinity"), "results.json holds only JSON numbers");
             assertTrue(json.contains("\"reclamation\":[") && json.contains("\"targets\":["), "results.json has "
                     + "reclamation and targets");
+            assertTrue(json.contains("\"shared_cpu_samples\":"), "results.json has the samples of one CPU");
             assertEquals(table, Files.readString(out.resolve("table.txt")), "table.txt is the printed table");
             assertTrue(Files.readString(out.resolve("table.md")).contains("| 1 KiB | refshare reuse |"), "table.md");
             byte[] png = Files.readAllBytes(out.resolve("latency.png"));
