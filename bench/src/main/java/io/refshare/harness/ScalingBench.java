@@ -325,20 +325,37 @@ final class ScalingBench {
         return s.toString();
     }
 
+    /**
+     * One curve's chart: aggregate tensors/s on the left axis, the streamed messages' p50 one-way
+     * latency on the right, and on fan-out charts the floor the small-message issue set, 0.8 times
+     * the one-consumer rate.
+     */
     private static void chart(Path file, String title, String xTitle, List<Point> points, boolean byProducers)
             throws IOException {
         if (System.getProperty("java.awt.headless") == null) {
             System.setProperty("java.awt.headless", "true");
         }
-        XYChart chart = new XYChartBuilder().width(800).height(500).title(title + ": aggregate tensors/s")
+        XYChart chart = new XYChartBuilder().width(800).height(500).title(title + ": aggregate tensors/s and p50")
                 .xAxisTitle(xTitle).yAxisTitle("tensors/s").build();
-        chart.getStyler().setYAxisMin(0.0);
+        chart.setYAxisGroupTitle(1, "p50 one-way latency (us)");
+        chart.getStyler().setYAxisMin(0, 0.0).setYAxisMin(1, 0.0);
         chart.getStyler().setYAxisDecimalPattern("#,###");
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE).setMarkerSize(8)
+        chart.getStyler().putYAxisGroupDecimalPatternMap(1, "#,##0.0");
+        chart.getStyler().setYAxisGroupPosition(1, Styler.YAxisPosition.Right);
+        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS).setMarkerSize(8)
                 .setChartBackgroundColor(java.awt.Color.WHITE);
         double[] x = points.stream().mapToDouble(p -> byProducers ? p.producers() : p.consumers()).toArray();
-        double[] y = points.stream().mapToDouble(Point::tensorsPerSecond).toArray();
-        chart.addSeries("refshare", x, y).setMarker(SeriesMarkers.CIRCLE);
+        double[] rate = points.stream().mapToDouble(Point::tensorsPerSecond).toArray();
+        double[] p50 = points.stream().mapToDouble(Point::p50Micros).toArray();
+        chart.addSeries("aggregate tensors/s", x, rate).setMarker(SeriesMarkers.CIRCLE);
+        if (!byProducers) {
+            double floor = 0.8 * rate[0];
+            chart.addSeries("0.8 x one consumer's rate (target)", new double[] {x[0], x[x.length - 1]},
+                    new double[] {floor, floor}).setMarker(SeriesMarkers.NONE).setLineStyle(
+                    new java.awt.BasicStroke(1.5f, java.awt.BasicStroke.CAP_BUTT, java.awt.BasicStroke.JOIN_MITER,
+                            10f, new float[] {6f, 4f}, 0f));
+        }
+        chart.addSeries("p50 one-way latency (right axis)", x, p50).setMarker(SeriesMarkers.DIAMOND).setYAxisGroup(1);
         Files.createDirectories(file.toAbsolutePath().getParent());
         try (OutputStream o = Files.newOutputStream(file)) {
             BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG);
