@@ -91,14 +91,7 @@ final class RefshareBench {
         int total = warmup + messages;
         try (ShareQueue queue = rs.createQueue(window, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
-            Optional<Path> consumer = peer.measuringThread();
-            peer.send(BenchPeer.RS_STREAM, queue.name(), Integer.toString(total), Integer.toString(warmup), mode.name(),
-                    waiting.name());
-            peer.await(BenchPeer.READY);
-            SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
-            SharedCpu.Result sharedCpu;
-            Reply reply;
-            try {
+            return timedStream("refshare " + mode.label(), size, messages, window, () -> {
                 for (int i = 0; i < total; i++) {
                     if (reused != null) {
                         put(queue, reused);
@@ -108,13 +101,36 @@ final class RefshareBench {
                         }
                     }
                 }
-                reply = Reply.parse(peer.await(BenchPeer.RESULT));
-            } finally {
-                sharedCpu = sampling.stop();
-            }
-            reply.requireNoneBad("refshare " + mode.label() + " streaming");
-            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages", sharedCpu);
+            }, BenchPeer.RS_STREAM, queue.name(), Integer.toString(total), Integer.toString(warmup), mode.name(),
+                    waiting.name());
         }
+    }
+
+    /** The producer's side of one stream, run while the consumer times its side. */
+    private interface Producing {
+        void produce() throws IOException, InterruptedException;
+    }
+
+    /**
+     * Starts the consumer with {@code command}, runs {@code producing}, and returns what the consumer
+     * timed, with how often the two measuring threads were found on one CPU meanwhile.
+     */
+    private ThroughputStats timedStream(String what, long size, int messages, int window, Producing producing,
+                                        String... command) throws IOException, InterruptedException {
+        Optional<Path> consumer = peer.measuringThread(); // asked first: a consuming peer answers nothing else
+        peer.send(command);
+        peer.await(BenchPeer.READY);
+        SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
+        SharedCpu.Result sharedCpu;
+        Reply reply;
+        try {
+            producing.produce();
+            reply = Reply.parse(peer.await(BenchPeer.RESULT));
+        } finally {
+            sharedCpu = sampling.stop();
+        }
+        reply.requireNoneBad(what + " streaming");
+        return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages", sharedCpu);
     }
 
     /**
@@ -131,25 +147,14 @@ final class RefshareBench {
             for (int i = 0; i < (distinct ? batchSize : 1); i++) {
                 tensors.add(filled(size, Payload.tag(Mode.REUSE, 0)));
             }
-            Optional<Path> consumer = peer.measuringThread();
-            peer.send(BenchPeer.RS_STREAM_BATCH, queue.name(), Integer.toString(total), Integer.toString(warmup),
-                    Integer.toString(batchSize));
-            peer.await(BenchPeer.READY);
             List<Tensor> batch = distinct ? tensors : Collections.nCopies(batchSize, tensors.get(0));
-            SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
-            SharedCpu.Result sharedCpu;
-            Reply reply;
-            try {
-                for (int sent = 0; sent < total; sent += batchSize) {
-                    queue.putAll(total - sent >= batchSize ? batch : batch.subList(0, total - sent));
-                }
-                reply = Reply.parse(peer.await(BenchPeer.RESULT));
-            } finally {
-                sharedCpu = sampling.stop();
-            }
-            reply.requireNoneBad("refshare batches of " + batchSize + (distinct ? " different tensors" : "")
-                    + " streaming");
-            return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages", sharedCpu);
+            return timedStream("refshare batches of " + batchSize + (distinct ? " different tensors" : ""), size,
+                    messages, window, () -> {
+                        for (int sent = 0; sent < total; sent += batchSize) {
+                            queue.putAll(total - sent >= batchSize ? batch : batch.subList(0, total - sent));
+                        }
+                    }, BenchPeer.RS_STREAM_BATCH, queue.name(), Integer.toString(total), Integer.toString(warmup),
+                    Integer.toString(batchSize));
         } finally {
             tensors.forEach(Tensor::close);
         }

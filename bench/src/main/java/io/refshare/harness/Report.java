@@ -118,10 +118,11 @@ final class Report {
         }
         s.append('\n');
         line(s, "one CPU: while each refshare row streamed, how often the producer's and the consumer's measuring");
-        line(s, "  threads were found on one CPU (the CPU each last ran on, every %d ms). On a machine with few CPUs,",
+        line(s, "  threads were found on one CPU (the CPU each last ran on, every %d ms). On a machine with few CPUs",
                 SharedCpu.INTERVAL_MILLIS);
-        line(s, "  a stream whose two processes share one CPU moves less while the other CPU idles: a high share");
-        line(s, "  says the row measured the scheduler's placement as much as refshare.");
+        line(s, "  the default strategy's sleeps can bring the two onto one CPU while the other idles: a high share");
+        line(s, "  hints that the row measured the scheduler's placement too. A coarse view: a stream's hiccups");
+        line(s, "  shorter than the interval go unseen.");
         for (Measurement x : sampled) {
             line(s, "  %-9s %-34s %s", ByteSize.label(x.size()), x.system(), x.throughput().sharedCpu().label());
         }
