@@ -24,25 +24,30 @@ public final class PythonPeers {
 
     /**
      * The {@code python} folder: {@code REFSHARE_PYTHON_ROOT} if set, else found above this
-     * build's jar or classes (cli/target/... in a checkout).
+     * build's jar or classes (cli/target/... in a checkout), else above the working directory
+     * (a module built alone takes this jar from the local Maven repository, outside the checkout).
      */
     public static Path packageRoot() throws IOException {
         String env = System.getenv("REFSHARE_PYTHON_ROOT");
         if (env != null) {
             return Path.of(env);
         }
+        Path workingDirectory = Path.of(System.getProperty("user.dir"));
         Path here;
         try {
             here = Path.of(PythonPeers.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         } catch (URISyntaxException | RuntimeException e) {
-            here = Path.of(System.getProperty("user.dir"));
+            here = workingDirectory;
         }
-        for (Path d = here.toAbsolutePath(); d != null; d = d.getParent()) {
-            if (Files.isRegularFile(d.resolve("python/refshare/__init__.py"))) {
-                return d.resolve("python");
+        for (Path start : new Path[] {here, workingDirectory}) {
+            for (Path d = start.toAbsolutePath(); d != null; d = d.getParent()) {
+                if (Files.isRegularFile(d.resolve("python/refshare/__init__.py"))) {
+                    return d.resolve("python");
+                }
             }
         }
         throw new IOException("the refshare Python package (python/refshare) was not found above " + here
+                + " nor above the working directory " + workingDirectory
                 + "; set REFSHARE_PYTHON_ROOT to the checkout's python folder");
     }
 
