@@ -49,7 +49,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--window", paramLabel = "N", defaultValue = "0",
             description = "capacity of the streaming queues (and the other systems' windows) at every size "
                     + "(default: 64 messages, up to 1 MiB of small ones, at most 1 GiB: 1,024 at 1 KiB; "
-                    + "--scaling keeps its queue of 64)")
+                    + "with --scaling: its one queue, 64 by default)")
     int window;
 
     @Option(names = "--warmup", paramLabel = "N", description = "ping-pong rounds of each kind in a warm-up pass "
@@ -97,8 +97,8 @@ public final class BenchCommand implements Callable<Integer> {
             return io.refshare.ucx.bench.CrossHostBench.report(sizes, System.out);
         }
         if (scaling) {
-            Settings s = new Settings(sizes != null ? sizes : List.of(1L << 10, 1L << 20), false, 0, 0, 0, 0, directory, prefix,
-                    false, false);
+            Settings s = new Settings(sizes != null ? sizes : List.of(1L << 10, 1L << 20), false, 0, 0, 0, window, directory,
+                    prefix, false, false);
             if (out != null) {
                 Files.createDirectories(out);
             }

@@ -57,7 +57,8 @@ final class ScalingBench {
     static final ValueLayout.OfLong STAMP = ValueLayout.JAVA_LONG_UNALIGNED;
     static final int[] CONSUMERS = {1, 2, 4, 8};
     static final int[] PRODUCERS = {1, 2, 4};
-    private static final int CAPACITY = 64;
+    /** The queue's capacity unless {@code --window} gives another. */
+    private static final int DEFAULT_CAPACITY = 64;
     /** Messages per point, and per process to warm up: a few seconds at one consumer. */
     private static final long MESSAGES = 1_000_000;
     /**
@@ -107,11 +108,13 @@ final class ScalingBench {
 
     private final Refshare rs;
     private final List<PeerProcess> peers;
+    private final int capacity;
     private final PrintStream log;
 
-    private ScalingBench(Refshare rs, List<PeerProcess> peers, PrintStream log) {
+    private ScalingBench(Refshare rs, List<PeerProcess> peers, int capacity, PrintStream log) {
         this.rs = rs;
         this.peers = peers;
+        this.capacity = capacity;
         this.log = log;
     }
 
@@ -125,8 +128,9 @@ final class ScalingBench {
             for (int i = 0; i < CONSUMERS[CONSUMERS.length - 1]; i++) {
                 peers.add(PeerProcess.start(settings.directory(), settings.prefix()));
             }
-            ScalingBench bench = new ScalingBench(rs, peers, log);
-            StringBuilder table = new StringBuilder(header());
+            int capacity = settings.window() > 0 ? settings.window() : DEFAULT_CAPACITY;
+            ScalingBench bench = new ScalingBench(rs, peers, capacity, log);
+            StringBuilder table = new StringBuilder(header(capacity));
             for (long size : settings.sizes()) {
                 // unmeasured first: every JVM compiles its consuming and its producing path, each
                 // consumer alone (shared among eight, a warm-up leaves each an eighth)
@@ -185,7 +189,7 @@ final class ScalingBench {
     private Point fanOut(long size, List<PeerProcess> consumers, long messages) throws Exception {
         List<String> results = new ArrayList<>();
         Cpu producer;
-        try (ShareQueue queue = rs.createQueue(CAPACITY)) {
+        try (ShareQueue queue = rs.createQueue(capacity)) {
             for (PeerProcess consumer : consumers) {
                 consumer.send(BenchPeer.RS_DRAIN, queue.name());
             }
@@ -232,7 +236,7 @@ final class ScalingBench {
         Cpu consumer;
         long first = 0;
         long last = 0;
-        try (ShareQueue queue = rs.createQueue(CAPACITY)) {
+        try (ShareQueue queue = rs.createQueue(capacity)) {
             for (int i = 0; i < producers; i++) {
                 peers.get(i).send(BenchPeer.RS_PRODUCE, queue.name(), Long.toString(size), Long.toString(perProducer));
             }
@@ -301,7 +305,7 @@ final class ScalingBench {
         return p;
     }
 
-    private static String header() {
+    private static String header(int capacity) {
         MachineInfo m = MachineInfo.detect();
         return String.format(Locale.ROOT, "refshare bench --scaling, %s UTC: %s, %d cores, %s; JDK %s; load %s at the "
                         + "start%nqueue capacity %d, a fresh pooled tensor per message (only its stamp written); each point the median of %d rounds%n"
@@ -309,7 +313,7 @@ final class ScalingBench {
                         + " its CPU time per message, the system's%nshare of it, and the share of the point's time it was on a CPU%n"
                         + "%-9s %-8s %9s %9s %12s %10s %10s %14s %17s %7s %7s%n", java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC)
                         .withNano(0).toLocalDateTime(), m.cpu(), m.cores(), m.memory(), m.jdk(), MachineInfo.loadAverage(),
-                CAPACITY, ROUNDS, "size", "curve", "producers", "consumers", "tensors/s", "p50 us", "p99 us", "vs 1 process",
+                capacity, ROUNDS, "size", "curve", "producers", "consumers", "tensors/s", "p50 us", "p99 us", "vs 1 process",
                 "single: us CPU/msg", "system", "on CPU");
     }
 
