@@ -118,11 +118,11 @@ final class Report {
         }
         s.append('\n');
         line(s, "one CPU: while each refshare row streamed, how often the producer's and the consumer's measuring");
-        line(s, "  threads were found on one CPU (the CPU each last ran on, every %d ms). On a machine with few CPUs",
+        line(s, "  threads were found on one CPU (the CPU each last ran on, every %d ms), and how often both were",
                 SharedCpu.INTERVAL_MILLIS);
-        line(s, "  the default strategy's sleeps can bring the two onto one CPU while the other idles: a high share");
-        line(s, "  hints that the row measured the scheduler's placement too. A coarse view: a stream's hiccups");
-        line(s, "  shorter than the interval go unseen.");
+        line(s, "  runnable there, one waiting for the other. On a machine with few CPUs the default strategy's");
+        line(s, "  sleeps can bring the two onto one CPU while the other idles: a high share hints that the row");
+        line(s, "  measured the scheduler's placement too. A coarse view: hiccups shorter than the interval go unseen.");
         for (Measurement x : sampled) {
             line(s, "  %-9s %-34s %s", ByteSize.label(x.size()), x.system(), x.throughput().sharedCpu().label());
         }
@@ -269,7 +269,8 @@ final class Report {
                     .field("consumer_ns", t.nanos()).field("tensors_per_s", t.tensorsPerSecond())
                     .field("gb_per_s", t.gigabytesPerSecond()).field("window", t.window())
                     .field("shared_cpu_samples", t.sharedCpu().samples())
-                    .field("shared_cpu_on_one", t.sharedCpu().onOneCpu()).endObject();
+                    .field("shared_cpu_on_one", t.sharedCpu().onOneCpu())
+                    .field("shared_cpu_both_runnable", t.sharedCpu().bothRunnable()).endObject();
             j.endObject();
         }
         j.endArray();

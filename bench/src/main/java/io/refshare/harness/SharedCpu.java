@@ -15,23 +15,36 @@ import java.util.concurrent.locks.LockSupport;
  * the scheduler than about refshare, and this tells the reader which rows it was.
  *
  * <p>A daemon thread reads, every {@value #INTERVAL_MILLIS} ms, the CPU each thread last ran on
- * (field 39 of {@code /proc/PID/task/TID/stat}). A sleeping thread counts with the CPU it slept
- * on, as the kernel will most likely wake it there. Linux only: elsewhere, or when a thread
+ * (field 39 of {@code /proc/PID/task/TID/stat}) and its state (field 3). A sleeping thread counts
+ * with the CPU it slept on, as the kernel will most likely wake it there; two runnable threads on
+ * one CPU are the harm itself, one of them waiting for the other. Linux only: elsewhere, or when a thread
  * cannot be found, nothing is sampled and the row reports no samples.
  */
 final class SharedCpu {
     static final long INTERVAL_MILLIS = 10;
     private static final Path THREAD_SELF = Path.of("/proc/thread-self");
 
-    /** What a row's sampling found: {@code onOneCpu} of {@code samples} had both threads on one CPU. */
-    record Result(int samples, int onOneCpu) {
-        static final Result NONE = new Result(0, 0);
+    /**
+     * What a row's sampling found: {@code onOneCpu} of {@code samples} had both threads on one
+     * CPU, and in {@code bothRunnable} of those both were runnable (state R), so one of them
+     * waited for the other to leave the CPU.
+     */
+    record Result(int samples, int onOneCpu, int bothRunnable) {
+        static final Result NONE = new Result(0, 0, 0);
 
-        /** "12 % of 40 samples", or "not sampled". */
+        /** "12 % of 40 samples, both runnable in 5 %", or "not sampled". */
         String label() {
             return samples == 0 ? "not sampled"
-                    : Math.round(100.0 * onOneCpu / samples) + " % of " + samples + " samples";
+                    : percent(onOneCpu) + " of " + samples + " samples, both runnable in " + percent(bothRunnable);
         }
+
+        private String percent(int n) {
+            return Math.round(100.0 * n / samples) + " %";
+        }
+    }
+
+    /** One look at a thread: the CPU it last ran on, and whether it is runnable (running or waiting for a CPU). */
+    record Look(int cpu, boolean runnable) {
     }
 
     /** A sampling in progress; {@link #stop} ends it. */
@@ -70,16 +83,19 @@ final class SharedCpu {
         }
         Path first = a.get();
         Path second = b.get();
-        int[] counts = new int[2];
+        int[] counts = new int[3];
         AtomicBoolean running = new AtomicBoolean(true);
         Thread sampler = Thread.ofPlatform().daemon().name("bench-shared-cpu").start(() -> {
             while (running.get()) {
-                int x = lastCpu(first);
-                int y = lastCpu(second);
-                if (x >= 0 && y >= 0) {
+                Look x = look(first);
+                Look y = look(second);
+                if (x != null && y != null) {
                     counts[0]++;
-                    if (x == y) {
+                    if (x.cpu() == y.cpu()) {
                         counts[1]++;
+                        if (x.runnable() && y.runnable()) {
+                            counts[2]++;
+                        }
                     }
                 }
                 LockSupport.parkNanos(INTERVAL_MILLIS * 1_000_000L);
@@ -94,40 +110,38 @@ final class SharedCpu {
                 Thread.currentThread().interrupt();
                 return Result.NONE;
             }
-            return new Result(counts[0], counts[1]);
+            return new Result(counts[0], counts[1], counts[2]);
         };
     }
 
-    /**
-     * The CPU a thread last ran on, or -1 when its stat file is gone or unreadable. The command
-     * name (field 2, in parentheses) may hold spaces and parentheses itself, so the fields are
-     * counted from the last ')'.
-     */
-    static int lastCpu(Path stat) {
-        String s;
+    /** A look at a thread, or null when its stat file is gone or unreadable. */
+    static Look look(Path stat) {
         try {
-            s = Files.readString(stat);
+            return lookOf(Files.readString(stat));
         } catch (IOException e) {
-            return -1;
+            return null;
         }
-        return lastCpuOf(s);
     }
 
-    /** {@link #lastCpu} of a stat line already read; -1 when it is not one. */
-    static int lastCpuOf(String statLine) {
+    /**
+     * {@link #look} of a stat line already read; null when it is not one. The command name
+     * (field 2, in parentheses) may hold spaces and parentheses itself, so the fields are counted
+     * from the last ')'.
+     */
+    static Look lookOf(String statLine) {
         int end = statLine.lastIndexOf(')');
         if (end < 0) {
-            return -1;
+            return null;
         }
         String[] fields = statLine.substring(end + 1).trim().split(" +");
         // fields[0] is field 3 (state), so field 39 (processor) is fields[36]
         if (fields.length < 37) {
-            return -1;
+            return null;
         }
         try {
-            return Integer.parseInt(fields[36]);
+            return new Look(Integer.parseInt(fields[36]), fields[0].equals("R"));
         } catch (NumberFormatException e) {
-            return -1;
+            return null;
         }
     }
 }

@@ -10,28 +10,34 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class SharedCpuTest {
 
     @Test
-    void readsTheProcessorFieldEvenWhenTheCommandNameHoldsSpacesAndParentheses() {
-        StringBuilder line = new StringBuilder("4242 (a (b) c) R");
+    void readsTheProcessorAndTheStateEvenWhenTheCommandNameHoldsSpacesAndParentheses() {
+        assertEquals(new SharedCpu.Look(7, true), SharedCpu.lookOf(statLine("a (b) c", "R", 7)));
+        assertEquals(new SharedCpu.Look(0, false), SharedCpu.lookOf(statLine("java) S (x", "S", 0)));
+    }
+
+    private static String statLine(String command, String state, int cpu) {
+        StringBuilder line = new StringBuilder("4242 (" + command + ") " + state);
         for (int field = 4; field <= 52; field++) {
-            line.append(' ').append(field == 39 ? 7 : field * 10);
+            line.append(' ').append(field == 39 ? cpu : field * 10);
         }
-        assertEquals(7, SharedCpu.lastCpuOf(line.toString()));
+        return line.toString();
     }
 
     @Test
-    void answersMinusOneForWhatIsNotAStatLine() {
-        assertEquals(-1, SharedCpu.lastCpuOf(""));
-        assertEquals(-1, SharedCpu.lastCpuOf("no parenthesis at all 1 2 3"));
-        assertEquals(-1, SharedCpu.lastCpuOf("1 (short) R 1 2 3"));
-        assertEquals(-1, SharedCpu.lastCpuOf("1 (x) R" + " 0".repeat(35) + " cpu"));
-        assertEquals(-1, SharedCpu.lastCpuOf("1 (x) R" + " 0".repeat(35) + " 9999999999999"));
-        assertEquals(-1, SharedCpu.lastCpu(Path.of("/proc/0/task/0/stat")), "a thread that does not exist");
+    void answersNullForWhatIsNotAStatLine() {
+        assertNull(SharedCpu.lookOf(""));
+        assertNull(SharedCpu.lookOf("no parenthesis at all 1 2 3"));
+        assertNull(SharedCpu.lookOf("1 (short) R 1 2 3"));
+        assertNull(SharedCpu.lookOf("1 (x) R" + " 0".repeat(35) + " cpu"));
+        assertNull(SharedCpu.lookOf("1 (x) R" + " 0".repeat(35) + " 9999999999999"));
+        assertNull(SharedCpu.look(Path.of("/proc/0/task/0/stat")), "a thread that does not exist");
     }
 
     @Test
@@ -58,12 +64,14 @@ class SharedCpuTest {
         });
         try {
             known.await();
-            assertTrue(SharedCpu.lastCpu(other.get()) >= 0, "the spinner's CPU");
+            SharedCpu.Look spinning = SharedCpu.look(other.get());
+            assertTrue(spinning != null && spinning.cpu() >= 0 && spinning.runnable(), "the spinner: " + spinning);
             SharedCpu.Sampling sampling = SharedCpu.start(self, Optional.of(other.get()));
             Thread.sleep(20 * SharedCpu.INTERVAL_MILLIS);
             SharedCpu.Result r = sampling.stop();
-            assertTrue(r.samples() >= 2 && r.onOneCpu() >= 0 && r.onOneCpu() <= r.samples(), r.toString());
-            assertTrue(r.label().endsWith("% of " + r.samples() + " samples"), r.label());
+            assertTrue(r.samples() >= 2 && r.onOneCpu() >= 0 && r.onOneCpu() <= r.samples()
+                    && r.bothRunnable() >= 0 && r.bothRunnable() <= r.onOneCpu(), r.toString());
+            assertTrue(r.label().contains("% of " + r.samples() + " samples, both runnable in "), r.label());
         } finally {
             stop.set(true);
             spinner.join();
