@@ -64,7 +64,13 @@ class SharedCpuTest {
         });
         try {
             known.await();
+            // a thread that has just started may still block briefly (class loading, a safepoint): look
+            // until it is seen spinning, for up to a second
             SharedCpu.Look spinning = SharedCpu.look(other.get());
+            for (int i = 0; i < 100 && (spinning == null || !spinning.runnable()); i++) {
+                Thread.sleep(10);
+                spinning = SharedCpu.look(other.get());
+            }
             assertTrue(spinning != null && spinning.cpu() >= 0 && spinning.runnable(), "the spinner: " + spinning);
             SharedCpu.Sampling sampling = SharedCpu.start(self, Optional.of(other.get()));
             Thread.sleep(20 * SharedCpu.INTERVAL_MILLIS);
