@@ -131,13 +131,8 @@ final class Benchmark {
         });
     }
 
-    /** One unmeasured pass over some kinds of exchange. */
-    private interface WarmUpPass {
-        void run() throws IOException, InterruptedException;
-    }
-
     /** Runs {@code pass}, then again until {@link Settings#warmupSeconds} have passed since the first. */
-    private void repeatForTheWarmUp(WarmUpPass pass) throws IOException, InterruptedException {
+    private void repeatForTheWarmUp(PeerWork pass) throws IOException, InterruptedException {
         long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(settings.warmupSeconds());
         do {
             pass.run();

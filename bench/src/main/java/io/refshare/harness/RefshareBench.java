@@ -106,16 +106,11 @@ final class RefshareBench {
         }
     }
 
-    /** The producer's side of one stream, run while the consumer times its side. */
-    private interface Producing {
-        void produce() throws IOException, InterruptedException;
-    }
-
     /**
      * Starts the consumer with {@code command}, runs {@code producing}, and returns what the consumer
      * timed, with how often the two measuring threads were found on one CPU meanwhile.
      */
-    private ThroughputStats timedStream(String what, long size, int messages, int window, Producing producing,
+    private ThroughputStats timedStream(String what, long size, int messages, int window, PeerWork producing,
                                         String... command) throws IOException, InterruptedException {
         Optional<Path> consumer = peer.measuringThread(); // asked first: a consuming peer answers nothing else
         peer.send(command);
@@ -124,7 +119,7 @@ final class RefshareBench {
         SharedCpu.Result sharedCpu;
         Reply reply;
         try {
-            producing.produce();
+            producing.run();
             reply = Reply.parse(peer.await(BenchPeer.RESULT));
         } finally {
             sharedCpu = sampling.stop();

@@ -69,7 +69,11 @@ public final class LocalBlock extends Storage {
      * allocator, the only one host blocks come from); false (nothing done) for device memory.
      */
     boolean disposeInto(List<AllocatedBlock> hostBlocks) {
-        return device == null && hostBlocks.add(block);
+        if (device != null) {
+            return false;
+        }
+        hostBlocks.add(block);
+        return true;
     }
 
     @Override
