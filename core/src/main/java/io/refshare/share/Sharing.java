@@ -85,11 +85,19 @@ public final class Sharing implements AutoCloseable {
         this.directory = directory;
         this.allocator = new CachingAllocator(new HostBackend(directory), this::collectOnMiss, capacityBytes);
         this.limbo = new Limbo(allocator);
-        this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile);
+        this.counterFiles = new CounterFilePool(directory, slotsPerFile, peersPerFile, this::wakeHousekeeper);
         this.receiveCache = new ReceiveCache(directory);
         this.status = StatusFile.create(directory);
         this.collector = Thread.ofPlatform().daemon().name("refshare-collector").start(new Collector(this));
         this.housekeeper = Thread.ofPlatform().daemon().name("refshare-housekeeper").start(new Housekeeper(this));
+    }
+
+    /** Ends the housekeeper's park early: the counter pool has files to make or unmap ({@link CounterFilePool#tidy}). */
+    private void wakeHousekeeper() {
+        Thread h = housekeeper; // null while the constructor has not started it: it tidies at its first round
+        if (h != null) {
+            LockSupport.unpark(h);
+        }
     }
 
     /**
