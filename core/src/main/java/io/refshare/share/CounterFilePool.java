@@ -13,8 +13,11 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 
 /**
@@ -42,8 +45,10 @@ import java.util.function.Function;
  * it. Now a hand-out that reaches the middle of the current file asks for the next one
  * ({@code wakeTidier}: the housekeeper), which {@link #tidy} makes ahead as the <i>spare</i>,
  * and a file whose every token came back is unlinked at once (so it leaves the directory as
- * before) and unmapped by {@link #tidy}. Where the spare is not ready in time (a slow
- * housekeeper, tiny files), the share makes the file itself, as before.
+ * before) and unmapped by the next {@link #tidy}: at the next request for a spare, or the
+ * housekeeper's round, whichever comes first (one wake-up per file, each a system call on the
+ * send path). Where the spare is not ready in time (a slow housekeeper, tiny files), the
+ * share makes the file itself, as before.
  */
 final class CounterFilePool {
     private static final System.Logger LOG = System.getLogger(CounterFilePool.class.getName());
@@ -102,13 +107,18 @@ final class CounterFilePool {
     /** The file the collector sleeps on: it must stay mapped until the collector wakes. */
     private CounterFile pinned;
     private boolean pinnedIsDone;
-    private boolean closed;
-    /** The next file, made ahead by {@link #tidy}; not ours to count until it becomes current. */
-    private CounterFile spare;
-    /** A hand-out reached the middle of the current file, and no spare is ready. */
-    private boolean spareWanted;
+    private volatile boolean closed;
+    /*
+     * The housekeeper's hand-overs take no lock: it contended for the pool's lock with a
+     * streaming producer's every hand-out, and each time it lost, the producer's unlock had to
+     * wake it (a futex call on the send path).
+     */
+    /** The next file, made ahead by {@link #tidy} (which alone sets it); taken under the lock. */
+    private final AtomicReference<CounterFile> spare = new AtomicReference<>();
+    /** A hand-out reached the middle of the current file with no spare ready; {@link #tidy} clears it. */
+    private volatile boolean spareWanted;
     /** Removed files (unlinked, every token back) that {@link #tidy} unmaps. */
-    private final List<CounterFile> toUnmap = new ArrayList<>();
+    private final Queue<CounterFile> toUnmap = new ConcurrentLinkedQueue<>();
     /** Asks for {@link #tidy} to run soon (unparks the housekeeper); cheap, called under the lock. */
     private final Runnable wakeTidier;
 
@@ -168,7 +178,7 @@ final class CounterFilePool {
                 int slot = f.file.handOut(tag);
                 if (slot >= 0) {
                     handedOut++;
-                    if (slot == f.file.slotCapacity() >> 1 && spare == null && !spareWanted) {
+                    if (slot == f.file.slotCapacity() >> 1 && !spareWanted && spare.get() == null) {
                         spareWanted = true;
                         wakeTidier.run();
                     }
@@ -205,8 +215,10 @@ final class CounterFilePool {
 
     /** The next current file: the spare, or else one made now. */
     private OwnFile next() {
-        CounterFile file = spare != null ? spare : CounterFile.create(directory, slotsPerFile, peersPerFile);
-        spare = null;
+        CounterFile file = spare.getAndSet(null);
+        if (file == null) {
+            file = CounterFile.create(directory, slotsPerFile, peersPerFile);
+        }
         OwnFile f = new OwnFile(file, freeId());
         OwnFile[] ids = byId.clone();
         ids[f.id] = f;
@@ -314,8 +326,7 @@ final class CounterFilePool {
             if (f.file == pinned) {
                 pinnedIsDone = true;
             } else {
-                toUnmap.add(f.file);
-                wakeTidier.run();
+                toUnmap.add(f.file); // unmapped at the housekeeper's next wake-up: no wake-up of its own
             }
         }
     }
@@ -483,39 +494,33 @@ final class CounterFilePool {
 
     /**
      * The housekeeper's part (see the class notes): unmaps the files removed since the last
-     * call, and makes the spare when a hand-out asked for one, outside the lock so that shares
-     * go on meanwhile. A failure to make it is thrown (the housekeeper logs it); the share
-     * that needs the file then makes it itself and reports what fails to its caller.
+     * call, and makes the spare when a hand-out asked for one, without the pool's lock. A
+     * failure to make it is thrown (the housekeeper logs it); the share that needs the file
+     * then makes it itself and reports what fails to its caller.
      */
     void tidy() {
-        List<CounterFile> unmap;
-        synchronized (this) {
-            unmap = List.copyOf(toUnmap);
-            toUnmap.clear();
-        }
-        for (CounterFile f : unmap) {
+        for (CounterFile f; (f = toUnmap.poll()) != null; ) {
             f.close();
         }
-        synchronized (this) {
-            if (!spareWanted || spare != null || closed) {
-                return;
-            }
+        if (!spareWanted) {
+            return;
         }
-        CounterFile made = null;
         try {
-            made = CounterFile.create(directory, slotsPerFile, peersPerFile);
-        } finally {
-            synchronized (this) {
-                spareWanted = false;
-                if (made != null && !closed && spare == null) {
-                    spare = made;
-                    made = null;
+            if (!closed && spare.get() == null) {
+                spare.set(CounterFile.create(directory, slotsPerFile, peersPerFile));
+                if (closed) { // close() may have looked for a spare before it was set
+                    dispose(spare.getAndSet(null));
                 }
             }
-            if (made != null) { // the pool closed meanwhile
-                made.unlink();
-                made.close();
-            }
+        } finally {
+            spareWanted = false;
+        }
+    }
+
+    private static void dispose(CounterFile f) {
+        if (f != null) {
+            f.unlink();
+            f.close();
         }
     }
 
@@ -530,14 +535,9 @@ final class CounterFilePool {
             f.file.unlink();
             f.file.close();
         }
-        for (CounterFile f : toUnmap) {
+        for (CounterFile f; (f = toUnmap.poll()) != null; ) {
             f.close();
         }
-        toUnmap.clear();
-        if (spare != null) {
-            spare.unlink();
-            spare.close();
-            spare = null;
-        }
+        dispose(spare.getAndSet(null));
     }
 }
