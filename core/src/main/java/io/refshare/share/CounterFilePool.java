@@ -476,9 +476,9 @@ final class CounterFilePool {
         return n;
     }
 
-    /** Counter files of ours still needed, quarantined ones included. */
+    /** Counter files of ours still needed, quarantined ones and the spare made ahead included. */
     int liveFiles() {
-        return all().size();
+        return all().size() + (spare.get() != null ? 1 : 0);
     }
 
     /** Quarantined counter files of ours. */

@@ -131,6 +131,7 @@ class CounterFilePoolTest {
             pool.tidy();
             List<String> withSpare = shm.files();
             assertEquals(2, shm.count("cnt"), "the spare is made");
+            assertEquals(2, pool.liveFiles(), "and counted as ours");
             pool.tidy();
             assertEquals(withSpare, shm.files(), "and made once");
             pool.handOut(1);
@@ -138,6 +139,7 @@ class CounterFilePoolTest {
             long next = pool.handOut(1);
             assertNotEquals(fileNameOf(pool, first), fileNameOf(pool, next));
             assertEquals(withSpare, shm.files(), "the share after the last slot made no file: it took the spare");
+            assertEquals(2, pool.liveFiles(), "the retired file (its tokens are out) and the current one");
             assertEquals(0, CounterFilePool.slot(next));
         } finally {
             pool.close();
