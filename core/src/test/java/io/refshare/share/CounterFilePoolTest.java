@@ -10,10 +10,13 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
@@ -169,8 +172,12 @@ class CounterFilePoolTest {
     /** A spare made while the pool closes (the housekeeper was at it) is removed, not left behind. */
     @Test
     void aSpareWantedWhenThePoolClosesIsNotMade() {
-        CounterFilePool pool = new CounterFilePool(shm.directory(), 2, 4, () -> { });
-        pool.handOut(1); // slot 0 of 2 is the middle: a spare is asked for
+        AtomicInteger asked = new AtomicInteger();
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 4, 4, asked::incrementAndGet);
+        for (int i = 0; i < 3; i++) {
+            pool.handOut(1); // slot 2 of 4 is the middle
+        }
+        assertEquals(1, asked.get(), "a spare is asked for");
         pool.close();
         pool.tidy();
         assertEquals(0, shm.count("cnt"));
@@ -200,6 +207,64 @@ class CounterFilePoolTest {
             assertFalse(mapped(file.name()), "unmapped");
         } finally {
             pool.close();
+        }
+    }
+
+    /**
+     * The hand-overs between a sending thread and the housekeeper take no lock: with files of 8
+     * slots, a sender whose tokens all come back at once (so files retire and are removed all the
+     * time) races a thread that tidies without pause. Every token is handed out once, from a file
+     * that is ours, and nothing is left once the pool closes.
+     */
+    @Test
+    void sendsRacingTheTidierHandOutEveryTokenOnceAndLeaveNothing() throws Exception {
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 8, 4, () -> { });
+        AtomicBoolean sending = new AtomicBoolean(true);
+        Thread tidier = Thread.ofPlatform().start(() -> {
+            while (sending.get()) {
+                pool.tidy();
+            }
+        });
+        Set<String> tokens = new HashSet<>();
+        try {
+            for (int i = 0; i < 20_000; i++) {
+                long token = pool.handOut(3);
+                assertTrue(tokens.add(fileNameOf(pool, token) + "#" + CounterFilePool.slot(token)), "handed out twice");
+                assertTrue(pool.file(token).cancel(CounterFilePool.slot(token), 3));
+                assertTrue(pool.isReturned(token, 3));
+            }
+        } finally {
+            sending.set(false);
+            tidier.join();
+            pool.close();
+        }
+        assertEquals(20_000, tokens.size());
+        assertEquals(0, shm.count("cnt"), "every file removed, the spare too");
+    }
+
+    /** A pool closing while the housekeeper makes its spare leaves no file behind, whichever comes first. */
+    @Test
+    void closingWhileTheSpareIsMadeLeavesNoFile() throws Exception {
+        for (int round = 0; round < 200; round++) {
+            AtomicInteger asked = new AtomicInteger();
+            CounterFilePool pool = new CounterFilePool(shm.directory(), 4, 4, asked::incrementAndGet);
+            for (int i = 0; i < 3; i++) {
+                pool.handOut(1); // slot 2 of 4 is the middle: a spare is wanted
+            }
+            assertEquals(1, asked.get());
+            CountDownLatch go = new CountDownLatch(1);
+            Thread tidier = Thread.ofPlatform().start(() -> {
+                try {
+                    go.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                pool.tidy();
+            });
+            go.countDown();
+            pool.close();
+            tidier.join();
+            assertEquals(0, shm.count("cnt"), "round " + round);
         }
     }
 
