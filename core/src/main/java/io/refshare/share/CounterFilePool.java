@@ -48,7 +48,10 @@ import java.util.function.Function;
  * before) and unmapped by the next {@link #tidy}: at the next request for a spare, or the
  * housekeeper's round, whichever comes first (one wake-up per file, each a system call on the
  * send path). Where the spare is not ready in time (a slow housekeeper, tiny files), the
- * share makes the file itself, as before.
+ * share makes the file itself, as before. These hand-overs take no lock (a flag, an atomic
+ * reference, a concurrent queue): under the pool's lock the housekeeper contended with a
+ * streaming producer's every hand-out, and each time it lost, the producer's unlock had to wake
+ * it, a futex call on the send path.
  */
 final class CounterFilePool {
     private static final System.Logger LOG = System.getLogger(CounterFilePool.class.getName());
@@ -108,11 +111,6 @@ final class CounterFilePool {
     private CounterFile pinned;
     private boolean pinnedIsDone;
     private volatile boolean closed;
-    /*
-     * The housekeeper's hand-overs take no lock: it contended for the pool's lock with a
-     * streaming producer's every hand-out, and each time it lost, the producer's unlock had to
-     * wake it (a futex call on the send path).
-     */
     /** The next file, made ahead by {@link #tidy} (which alone sets it); taken under the lock. */
     private final AtomicReference<CounterFile> spare = new AtomicReference<>();
     /** A hand-out reached the middle of the current file with no spare ready; {@link #tidy} clears it. */
