@@ -497,9 +497,7 @@ final class CounterFilePool {
      * then makes it itself and reports what fails to its caller.
      */
     void tidy() {
-        for (CounterFile f; (f = toUnmap.poll()) != null; ) {
-            f.close();
-        }
+        unmapRemoved();
         if (!spareWanted) {
             return;
         }
@@ -512,6 +510,12 @@ final class CounterFilePool {
             }
         } finally {
             spareWanted = false;
+        }
+    }
+
+    private void unmapRemoved() {
+        for (CounterFile f; (f = toUnmap.poll()) != null; ) {
+            f.close();
         }
     }
 
@@ -530,12 +534,9 @@ final class CounterFilePool {
         byId = new OwnFile[byId.length]; // every token counts as back
         current = null;
         for (OwnFile f : all) {
-            f.file.unlink();
-            f.file.close();
+            dispose(f.file);
         }
-        for (CounterFile f; (f = toUnmap.poll()) != null; ) {
-            f.close();
-        }
+        unmapRemoved();
         dispose(spare.getAndSet(null));
     }
 }

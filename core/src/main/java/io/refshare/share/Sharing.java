@@ -94,10 +94,7 @@ public final class Sharing implements AutoCloseable {
 
     /** Ends the housekeeper's park early: the counter pool has files to make or unmap ({@link CounterFilePool#tidy}). */
     private void wakeHousekeeper() {
-        Thread h = housekeeper; // null while the constructor has not started it: it tidies at its first round
-        if (h != null) {
-            LockSupport.unpark(h);
-        }
+        LockSupport.unpark(housekeeper);
     }
 
     /**

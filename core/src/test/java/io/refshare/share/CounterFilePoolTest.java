@@ -126,9 +126,7 @@ class CounterFilePoolTest {
         CounterFilePool pool = new CounterFilePool(shm.directory(), 8, 4, asked::incrementAndGet);
         try {
             long first = pool.handOut(1);
-            for (int i = 1; i < 4; i++) {
-                pool.handOut(1);
-            }
+            handOut(pool, 3);
             assertEquals(0, asked.get(), "slots 0..3: nothing asked yet");
             pool.handOut(1);
             assertEquals(1, asked.get(), "slot 4, the middle: the next file is asked for once");
@@ -174,9 +172,7 @@ class CounterFilePoolTest {
     void aSpareWantedWhenThePoolClosesIsNotMade() {
         AtomicInteger asked = new AtomicInteger();
         CounterFilePool pool = new CounterFilePool(shm.directory(), 4, 4, asked::incrementAndGet);
-        for (int i = 0; i < 3; i++) {
-            pool.handOut(1); // slot 2 of 4 is the middle
-        }
+        handOut(pool, 3); // slot 2 of 4 is the middle
         assertEquals(1, asked.get(), "a spare is asked for");
         pool.close();
         pool.tidy();
@@ -248,9 +244,7 @@ class CounterFilePoolTest {
         for (int round = 0; round < 200; round++) {
             AtomicInteger asked = new AtomicInteger();
             CounterFilePool pool = new CounterFilePool(shm.directory(), 4, 4, asked::incrementAndGet);
-            for (int i = 0; i < 3; i++) {
-                pool.handOut(1); // slot 2 of 4 is the middle: a spare is wanted
-            }
+            handOut(pool, 3); // slot 2 of 4 is the middle: a spare is wanted
             assertEquals(1, asked.get());
             CountDownLatch go = new CountDownLatch(1);
             Thread tidier = Thread.ofPlatform().start(() -> {
@@ -272,6 +266,13 @@ class CounterFilePoolTest {
     private static boolean mapped(String fileName) throws IOException {
         try (Stream<String> maps = Files.lines(Path.of("/proc/self/maps"))) {
             return maps.anyMatch(line -> line.contains(fileName));
+        }
+    }
+
+    /** Hands out {@code n} tokens of tag 1. */
+    private static void handOut(CounterFilePool pool, int n) {
+        for (int i = 0; i < n; i++) {
+            pool.handOut(1);
         }
     }
 
