@@ -72,7 +72,8 @@ final class Report {
         line(s, "refshare batches of 32 different: as the row above with 32 different pre-filled tensors in each batch,");
         line(s, "  each a block of its own, as a real batch mostly is (sizes up to 1 MiB).");
         line(s, "refshare busy-spin reuse: as reuse, both processes' queue handles with WaitStrategy.BUSY_SPIN (they");
-        line(s, "  never yield or sleep while waiting: for processes with a CPU of their own; here they share 2 cores).");
+        line(s, "  never yield or sleep while waiting: for processes with a CPU of their own; this machine has %d cores).",
+                r.machine().cores());
         line(s, "agrona ring copy (busy-spin): the payload copied into an Agrona one-to-one ring buffer in a shared file");
         line(s, "  (agrona 2.4.1) and read in place by the peer JVM, both spinning: the physical limit of a hand-off");
         line(s, "  here (no reference counting, no pooled memory; sizes up to 1 MiB). Its ping-pong and refshare");

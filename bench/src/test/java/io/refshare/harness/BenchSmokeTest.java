@@ -79,6 +79,8 @@ class BenchSmokeTest {
             String table = Report.table(r);
             assertTrue(table.contains("refshare reuse") && table.contains("unix socket copy") && table.contains("baseline"),
                     table);
+            // the notes speak of the machine measured, not of the one the text was written on
+            assertTrue(table.contains("this machine has " + r.machine().cores() + " cores"), table);
             String json = Files.readString(out.resolve("results.json"));
             assertTrue(json.startsWith("{") && json.strip().endsWith("}"), "results.json is one object");
             assertTrue(json.contains("\"system\":\"refshare fresh\"") && json.contains("\"system\":\"unix socket copy\""),
