@@ -30,7 +30,7 @@ public final class BenchCommand implements Callable<Integer> {
     static final String JSON = "results.json";
     static final String TABLE = "table.txt";
     static final String MARKDOWN = "table.md";
-    static final String CHART = "latency.png";
+    static final String CHART = "latency.svg";
     static final List<Long> QUICK_SIZES = List.of(1L << 10, 64L << 10, 1L << 20);
 
     @Option(names = "--quick", description = "sizes 1KiB,64KiB,1MiB and fewer rounds: well under a minute")
@@ -62,8 +62,8 @@ public final class BenchCommand implements Callable<Integer> {
     Integer warmupSeconds;
 
     @Option(names = "--out", paramLabel = "DIR", description = "also write DIR/results.json (raw numbers), "
-            + "DIR/table.txt (the table), DIR/table.md (the table as Markdown) and DIR/latency.png (p50 latency "
-            + "against size, log-log, one line per system)")
+            + "DIR/table.txt (the table), DIR/table.md (the table as Markdown) and DIR/latency.svg (p50 latency "
+            + "against size, log-log, one line per system; SVG, drawn without fonts or a display)")
     Path out;
 
     @Option(names = "--no-torch", description = "do not look for torch")

@@ -6,9 +6,8 @@ import java.nio.file.Path;
 
 /**
  * Writes one chart, or says why it could not, so that a missing chart never costs the numbers
- * of a run. Drawing needs AWT and fonts: a headless server without fonts ("Fontconfig head is
- * null"), or a runtime trimmed by jlink without {@code java.desktop}, fails there, and the
- * measurements of minutes are written to the text files regardless.
+ * of a run (a full disk, a directory that cannot be written, a chart that cannot be drawn):
+ * the measurements of minutes are written to the text files regardless.
  */
 final class ChartFile {
     /** Draws into {@code file}. */
@@ -24,8 +23,7 @@ final class ChartFile {
         try {
             drawing.draw(file);
             return true;
-        } catch (IOException | RuntimeException | LinkageError | InternalError e) {
-            // AWT's failures without fonts or without java.desktop are errors, not exceptions
+        } catch (IOException | RuntimeException e) {
             log.println("chart " + file + " not drawn (the numbers are in the text files): " + e);
             return false;
         }

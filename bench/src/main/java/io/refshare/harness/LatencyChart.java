@@ -1,13 +1,6 @@
 package io.refshare.harness;
 
-import org.knowm.xchart.BitmapEncoder;
-import org.knowm.xchart.XYChart;
-import org.knowm.xchart.XYChartBuilder;
-import org.knowm.xchart.style.Styler;
-import org.knowm.xchart.style.markers.SeriesMarkers;
-
 import java.io.IOException;
-import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.format.DateTimeFormatter;
@@ -18,8 +11,8 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * The PNG chart of a run: median latency against payload size, both axes logarithmic, one
- * line per system, drawn with XChart off-screen (headless: no display is needed or used).
+ * The chart of a run: median latency against payload size, both axes logarithmic, one line
+ * per system, as SVG ({@link SvgChart}: no display and no fonts needed where it is drawn).
  */
 final class LatencyChart {
     private static final DateTimeFormatter DATE = DateTimeFormatter.ofPattern("yyyy-MM-dd", Locale.ROOT);
@@ -28,18 +21,10 @@ final class LatencyChart {
     }
 
     static void write(BenchResults r, Path file) throws IOException {
-        if (System.getProperty("java.awt.headless") == null) {
-            System.setProperty("java.awt.headless", "true"); // before AWT loads: a chart needs no display
-        }
-        XYChart chart = new XYChartBuilder().width(1000).height(640)
-                .title("send -> receive -> first read, median one-way latency (" + DATE.format(r.date()) + ", "
-                        + r.machine().cores() + " cores)")
-                .xAxisTitle("payload size").yAxisTitle("p50 latency (us, log scale)").build();
-        chart.getStyler().setXAxisLogarithmic(true).setYAxisLogarithmic(true)
-                .setXAxisTickLabelsFormattingFunction(LatencyChart::sizeLabel)
-                .setYAxisTickLabelsFormattingFunction(LatencyChart::microsLabel)
-                .setLegendPosition(Styler.LegendPosition.InsideNW)
-                .setMarkerSize(7).setChartBackgroundColor(java.awt.Color.WHITE);
+        SvgChart chart = new SvgChart("send -> receive -> first read, median one-way latency (" + DATE.format(r.date())
+                + ", " + r.machine().cores() + " cores)", 1000, 640,
+                SvgChart.Axis.log("payload size", LatencyChart::sizeLabel),
+                SvgChart.Axis.log("p50 latency (us, log scale)", LatencyChart::microsLabel), null);
         for (Map.Entry<String, List<Measurement>> e : bySystem(r).entrySet()) {
             List<Measurement> ms = e.getValue();
             double[] x = new double[ms.size()];
@@ -48,12 +33,10 @@ final class LatencyChart {
                 x[i] = ms.get(i).size();
                 y[i] = Report.latency(r, ms.get(i), 0.5);
             }
-            chart.addSeries(e.getKey(), x, y).setMarker(SeriesMarkers.CIRCLE);
+            chart.add(new SvgChart.Series(e.getKey(), x, y, false, SvgChart.Mark.CIRCLE, false));
         }
         Files.createDirectories(file.toAbsolutePath().getParent());
-        try (OutputStream out = Files.newOutputStream(file)) {
-            BitmapEncoder.saveBitmap(chart, out, BitmapEncoder.BitmapFormat.PNG);
-        }
+        Files.writeString(file, chart.render());
     }
 
     /** Measurements per system in table order, each in size order. */
@@ -70,7 +53,7 @@ final class LatencyChart {
     }
 
     /** The log axis ticks at powers of ten: labelled in decimal units (the points themselves are 1 KiB, 64 KiB, ...). */
-    private static String sizeLabel(Double bytes) {
+    private static String sizeLabel(double bytes) {
         String[] units = {"B", "kB", "MB", "GB", "TB"};
         double v = bytes;
         int unit = 0;
@@ -82,7 +65,7 @@ final class LatencyChart {
                 : String.format(Locale.ROOT, "%.3g", v), units[unit]);
     }
 
-    private static String microsLabel(Double us) {
+    private static String microsLabel(double us) {
         if (us >= 1) {
             return String.format(Locale.ROOT, "%,.0f", us);
         }

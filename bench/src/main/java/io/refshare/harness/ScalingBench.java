@@ -5,14 +5,8 @@ import io.refshare.Refshare;
 import io.refshare.ShareQueue;
 import io.refshare.Tensor;
 import org.HdrHistogram.Histogram;
-import org.knowm.xchart.BitmapEncoder;
-import org.knowm.xchart.XYChart;
-import org.knowm.xchart.XYChartBuilder;
-import org.knowm.xchart.style.Styler;
-import org.knowm.xchart.style.markers.SeriesMarkers;
 
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
@@ -156,9 +150,9 @@ final class ScalingBench {
                     // the numbers first, after every size: a chart that cannot be drawn loses none of them
                     Files.writeString(out.resolve("scaling.txt"), table);
                     String label = ByteSize.label(size);
-                    ChartFile.write(out.resolve("fan-out-" + label.replace(" ", "") + ".png"), file -> chart(file,
+                    ChartFile.write(out.resolve("fan-out-" + label.replace(" ", "") + ".svg"), file -> chart(file,
                             "1 producer -> N consumers, " + label, "consumer processes", fanOut, false), log);
-                    ChartFile.write(out.resolve("fan-in-" + label.replace(" ", "") + ".png"), file -> chart(file,
+                    ChartFile.write(out.resolve("fan-in-" + label.replace(" ", "") + ".svg"), file -> chart(file,
                             "N producers -> 1 consumer, " + label, "producer processes", fanIn, true), log);
                 }
             }
@@ -336,33 +330,21 @@ final class ScalingBench {
      */
     private static void chart(Path file, String title, String xTitle, List<Point> points, boolean byProducers)
             throws IOException {
-        if (System.getProperty("java.awt.headless") == null) {
-            System.setProperty("java.awt.headless", "true");
-        }
-        XYChart chart = new XYChartBuilder().width(800).height(500).title(title + ": aggregate tensors/s and p50")
-                .xAxisTitle(xTitle).yAxisTitle("tensors/s").build();
-        chart.setYAxisGroupTitle(1, "p50 one-way latency (us)");
-        chart.getStyler().setYAxisMin(0, 0.0).setYAxisMin(1, 0.0);
-        chart.getStyler().setYAxisDecimalPattern("#,###");
-        chart.getStyler().putYAxisGroupDecimalPatternMap(1, "#,##0.0");
-        chart.getStyler().setYAxisGroupPosition(1, Styler.YAxisPosition.Right);
-        chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideS).setMarkerSize(8)
-                .setChartBackgroundColor(java.awt.Color.WHITE);
+        SvgChart chart = new SvgChart(title + ": aggregate tensors/s and p50", 800, 500,
+                SvgChart.Axis.linear(xTitle, v -> String.format(Locale.ROOT, "%.0f", v)).withTicksAtData(),
+                SvgChart.Axis.linear("tensors/s", v -> String.format(Locale.ROOT, "%,.0f", v)),
+                SvgChart.Axis.linear("p50 one-way latency (us)", v -> String.format(Locale.ROOT, "%,.1f", v)));
         double[] x = points.stream().mapToDouble(p -> byProducers ? p.producers() : p.consumers()).toArray();
         double[] rate = points.stream().mapToDouble(Point::tensorsPerSecond).toArray();
         double[] p50 = points.stream().mapToDouble(Point::p50Micros).toArray();
-        chart.addSeries("aggregate tensors/s", x, rate).setMarker(SeriesMarkers.CIRCLE);
+        chart.add(new SvgChart.Series("aggregate tensors/s", x, rate, false, SvgChart.Mark.CIRCLE, false));
         if (!byProducers) {
             double floor = 0.8 * rate[0];
-            chart.addSeries("0.8 x one consumer's rate (target)", new double[] {x[0], x[x.length - 1]},
-                    new double[] {floor, floor}).setMarker(SeriesMarkers.NONE).setLineStyle(
-                    new java.awt.BasicStroke(1.5f, java.awt.BasicStroke.CAP_BUTT, java.awt.BasicStroke.JOIN_MITER,
-                            10f, new float[] {6f, 4f}, 0f));
+            chart.add(new SvgChart.Series("0.8 x one consumer's rate (target)", new double[] {x[0], x[x.length - 1]},
+                    new double[] {floor, floor}, false, SvgChart.Mark.NONE, true));
         }
-        chart.addSeries("p50 one-way latency (right axis)", x, p50).setMarker(SeriesMarkers.DIAMOND).setYAxisGroup(1);
+        chart.add(new SvgChart.Series("p50 one-way latency (right axis)", x, p50, true, SvgChart.Mark.DIAMOND, false));
         Files.createDirectories(file.toAbsolutePath().getParent());
-        try (OutputStream o = Files.newOutputStream(file)) {
-            BitmapEncoder.saveBitmap(chart, o, BitmapEncoder.BitmapFormat.PNG);
-        }
+        Files.writeString(file, chart.render());
     }
 }

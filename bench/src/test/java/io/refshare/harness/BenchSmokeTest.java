@@ -91,8 +91,9 @@ class BenchSmokeTest {
             assertTrue(json.contains("\"shared_cpu_samples\":"), "results.json has the samples of one CPU");
             assertEquals(table, Files.readString(out.resolve("table.txt")), "table.txt is the printed table");
             assertTrue(Files.readString(out.resolve("table.md")).contains("| 1 KiB | refshare reuse |"), "table.md");
-            byte[] png = Files.readAllBytes(out.resolve("latency.png"));
-            assertTrue(png.length > 1000 && png[1] == 'P' && png[2] == 'N' && png[3] == 'G', "latency.png is a PNG");
+            String svg = Files.readString(out.resolve("latency.svg"));
+            assertTrue(svg.startsWith("<svg") && svg.strip().endsWith("</svg>") && svg.contains("<polyline"),
+                    "latency.svg is a chart with lines");
         } finally {
             deleteTree(shm);
         }
