@@ -131,6 +131,10 @@ final class SvgChart {
         for (int i = 0; i < series.size(); i++) {
             Series se = series.get(i);
             String color = COLORS[i % COLORS.length];
+            // past the palette, colours come round again: dashed, with diamonds, so no two lines look alike
+            boolean again = i / COLORS.length % 2 == 1;
+            boolean dashed = se.dashed() || again;
+            Mark mark = again && se.mark() == Mark.CIRCLE ? Mark.DIAMOND : se.mark();
             Mapping my = se.onRightAxis() ? mr : ml;
             StringBuilder points = new StringBuilder();
             List<double[]> marks = new ArrayList<>();
@@ -144,13 +148,13 @@ final class SvgChart {
             }
             s.append(String.format(Locale.ROOT, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
                     + "points=\"%s\"><title>%s</title></polyline>%n", color,
-                    se.dashed() ? " stroke-dasharray=\"6 4\"" : "", points, escape(se.name())));
+                    dashed ? " stroke-dasharray=\"6 4\"" : "", points, escape(se.name())));
             for (double[] m : marks) {
-                mark(s, se.mark(), m[0], m[1], color);
+                mark(s, mark, m[0], m[1], color);
             }
             double ly = plotBottom + 55 + LEGEND_ROW * i;
-            line(s, LEFT, ly - 4, LEFT + 30, ly - 4, color, se.dashed());
-            mark(s, se.mark(), LEFT + 15, ly - 4, color);
+            line(s, LEFT, ly - 4, LEFT + 30, ly - 4, color, dashed);
+            mark(s, mark, LEFT + 15, ly - 4, color);
             text(s, LEFT + 40, ly, "start", "", se.name());
         }
         s.append("</svg>\n");

@@ -127,6 +127,23 @@ class SvgChartTest {
     }
 
     @Test
+    void seriesPastThePaletteAreDashedSoNoTwoLinesLookAlike() throws Exception {
+        SvgChart chart = new SvgChart("many", 1000, 640, X, RATE, null);
+        for (int i = 0; i < 12; i++) {
+            chart.add(new SvgChart.Series("s" + i, new double[] {1, 2}, new double[] {i, i + 1}, false,
+                    SvgChart.Mark.CIRCLE, false));
+        }
+        List<Element> lines = elements(parse(chart.render()), "polyline");
+        List<String> looks = new ArrayList<>();
+        for (Element line : lines) {
+            looks.add(line.getAttribute("stroke") + " " + line.getAttribute("stroke-dasharray"));
+        }
+        assertEquals(12, looks.stream().distinct().count(), looks.toString());
+        assertEquals("", lines.get(0).getAttribute("stroke-dasharray"));
+        assertEquals("6 4", lines.get(11).getAttribute("stroke-dasharray"));
+    }
+
+    @Test
     void aChartWithoutDataIsStillAChart() throws Exception {
         Document d = parse(new SvgChart("empty", 800, 500, X, RATE, null)
                 .add(new SvgChart.Series("nothing", new double[0], new double[0], false, SvgChart.Mark.CIRCLE, false))
