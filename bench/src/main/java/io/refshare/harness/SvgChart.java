@@ -105,18 +105,18 @@ final class SvgChart {
         s.append(String.format(Locale.ROOT, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>%n", width, total));
         text(s, width / 2.0, 25, "middle", "font-size=\"15\"", title);
         // grid and ticks
-        for (double t : mx.ticks) {
+        for (double t : mx.ticks()) {
             double px = mx.at(t);
             line(s, px, TOP, px, plotBottom, "#e0e0e0");
             text(s, px, plotBottom + 18, "middle", "", x.label().apply(t));
         }
-        for (double t : ml.ticks) {
+        for (double t : ml.ticks()) {
             double py = ml.at(t);
             line(s, LEFT, py, plotRight, py, "#e0e0e0");
             text(s, LEFT - 6, py + 4, "end", "", left.label().apply(t));
         }
         if (mr != null) {
-            for (double t : mr.ticks) {
+            for (double t : mr.ticks()) {
                 text(s, plotRight + 6, mr.at(t) + 4, "start", "", right.label().apply(t));
             }
         }
@@ -167,23 +167,7 @@ final class SvgChart {
     }
 
     /** Where an axis puts a value, between the pixel positions {@code from} (its low end) and {@code to}. */
-    private static final class Mapping {
-        final Scale scale;
-        final double low;
-        final double high;
-        final double from;
-        final double to;
-        final double[] ticks;
-
-        Mapping(Scale scale, double low, double high, double from, double to, double[] ticks) {
-            this.scale = scale;
-            this.low = low;
-            this.high = high;
-            this.from = from;
-            this.to = to;
-            this.ticks = ticks;
-        }
-
+    private record Mapping(Scale scale, double low, double high, double from, double to, double[] ticks) {
         boolean shows(double v) {
             return Double.isFinite(v) && (scale == Scale.LINEAR || v > 0);
         }
