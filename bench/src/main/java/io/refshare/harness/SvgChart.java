@@ -66,10 +66,13 @@ final class SvgChart {
     private final Axis right;
     private final List<Series> series = new ArrayList<>();
 
-    /** A chart of {@code width} × {@code height} pixels and a legend row per series below; {@code right} is null for one y axis. */
+    /**
+     * A chart of {@code width} × {@code height} pixels, and a legend row per series below;
+     * {@code right} is null for a chart with one y axis.
+     */
     SvgChart(String title, int width, int height, Axis x, Axis left, Axis right) {
         if (right != null && right.scale() != Scale.LINEAR) {
-            throw new IllegalArgumentException("the right axis is linear");
+            throw new IllegalArgumentException("a right axis must be linear");
         }
         this.title = title;
         this.width = width;
