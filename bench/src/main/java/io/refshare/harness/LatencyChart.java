@@ -1,7 +1,6 @@
 package io.refshare.harness;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -35,8 +34,7 @@ final class LatencyChart {
             }
             chart.add(new SvgChart.Series(e.getKey(), x, y, false, SvgChart.Mark.CIRCLE, false));
         }
-        Files.createDirectories(file.toAbsolutePath().getParent());
-        Files.writeString(file, chart.render());
+        chart.writeTo(file);
     }
 
     /** Measurements per system in table order, each in size order. */

@@ -344,7 +344,6 @@ final class ScalingBench {
                     new double[] {floor, floor}, false, SvgChart.Mark.NONE, true));
         }
         chart.add(new SvgChart.Series("p50 one-way latency (right axis)", x, p50, true, SvgChart.Mark.DIAMOND, false));
-        Files.createDirectories(file.toAbsolutePath().getParent());
-        Files.writeString(file, chart.render());
+        chart.writeTo(file);
     }
 }

@@ -1,5 +1,8 @@
 package io.refshare.harness;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -24,22 +27,21 @@ final class SvgChart {
     enum Mark { CIRCLE, DIAMOND, NONE }
 
     /**
-     * One axis: {@code fromZero} makes a linear axis span zero; {@code ticksAtData} puts the
-     * ticks of a linear axis at the data's own values (1, 2, 4, 8 consumers) instead of at
-     * round steps.
+     * One axis. A linear one spans zero and ticks at round steps, or with {@code ticksAtData}
+     * spans the data alone and ticks at the data's own values (1, 2, 4, 8 consumers).
      */
-    record Axis(String title, Scale scale, boolean fromZero, boolean ticksAtData, DoubleFunction<String> label) {
+    record Axis(String title, Scale scale, boolean ticksAtData, DoubleFunction<String> label) {
         static Axis linear(String title, DoubleFunction<String> label) {
-            return new Axis(title, Scale.LINEAR, true, false, label);
+            return new Axis(title, Scale.LINEAR, false, label);
         }
 
         static Axis log(String title, DoubleFunction<String> label) {
-            return new Axis(title, Scale.LOG, false, false, label);
+            return new Axis(title, Scale.LOG, false, label);
         }
 
         /** This axis, spanning the data alone, with its ticks at the data's values. */
         Axis withTicksAtData() {
-            return new Axis(title, scale, false, true, label);
+            return new Axis(title, scale, true, label);
         }
     }
 
@@ -88,6 +90,12 @@ final class SvgChart {
         }
         series.add(s);
         return this;
+    }
+
+    /** Writes {@link #render} to {@code file}, making its directory if need be. */
+    void writeTo(Path file) throws IOException {
+        Files.createDirectories(file.toAbsolutePath().getParent());
+        Files.writeString(file, render());
     }
 
     String render() {
@@ -198,7 +206,7 @@ final class SvgChart {
         }
         double min = data.length == 0 ? 0 : Arrays.stream(data).min().getAsDouble();
         double max = data.length == 0 ? 1 : Arrays.stream(data).max().getAsDouble();
-        if (axis.fromZero()) {
+        if (!axis.ticksAtData()) {
             min = Math.min(0, min);
             max = Math.max(0, max);
         }
