@@ -141,42 +141,53 @@ final class Benchmark {
 
     private void measure(RefshareBench refshare, SocketBench socket, AgronaBench agrona, SizePlan p)
             throws IOException, InterruptedException {
-        log.printf(Locale.ROOT, "%s: ping-pong %,d rounds (+%,d warm-up), streaming %,d messages (+%,d warm-up), "
+        log.printf(Locale.ROOT, "%s: ping-pong %,d rounds (+%,d warm-up), streaming %,d messages (+%,d warm-up)%s, "
                         + "window %d, reclamation %,d + %,d rounds%n", ByteSize.label(p.size()), p.pingPongRounds(),
-                p.pingPongWarmup(), p.streamMessages(), p.streamWarmup(), p.window(), p.reclaimRounds(),
-                p.reclaimHeldRounds());
+                p.pingPongWarmup(), p.streamMessages(), p.streamWarmup(),
+                p.streamSlices() == 1 ? "" : " in " + p.streamSlices() + " interleaved slices", p.window(),
+                p.reclaimRounds(), p.reclaimHeldRounds());
+        List<Stream> streams = new ArrayList<>();
         for (Mode mode : Mode.values()) {
             LatencyStats latency = refshare.pingPong(p.size(), mode, p.pingPongWarmup(), p.pingPongRounds());
-            ThroughputStats throughput = refshare.stream(p.size(), mode, p.streamWarmup(), p.streamMessages(),
-                    p.window());
-            add(new Measurement(p.size(), Measurement.REFSHARE + mode.label(), false, latency, throughput));
+            streams.add(new Stream(Measurement.REFSHARE + mode.label(), false, latency,
+                    (warmup, messages) -> refshare.stream(p.size(), mode, warmup, messages, p.window())));
             if (mode == Mode.REUSE) {
-                add(new Measurement(p.size(), Measurement.BATCHES + Measurement.BATCH_SIZE, false, latency,
-                        refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, false, p.streamWarmup(),
-                                p.streamMessages(), p.window())));
+                streams.add(new Stream(Measurement.BATCHES + Measurement.BATCH_SIZE, false, latency,
+                        (warmup, messages) -> refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, false, warmup,
+                                messages, p.window())));
                 if (p.size() <= Measurement.DIFFERENT_UP_TO) {
-                    add(new Measurement(p.size(), Measurement.DIFFERENT_BATCHES, false, latency,
-                            refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, true, p.streamWarmup(),
-                                    p.streamMessages(), p.window())));
+                    streams.add(new Stream(Measurement.DIFFERENT_BATCHES, false, latency,
+                            (warmup, messages) -> refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, true,
+                                    warmup, messages, p.window())));
                 }
             }
         }
         RefshareBench spinning = refshare.waitingWith(WaitStrategy.BUSY_SPIN);
-        if (agrona != null && AgronaBench.fits(p.size())) {
-            BusySpinPingPongs pingPongs = interleaved(spinning, agrona, p);
-            addBusySpin(spinning, p, pingPongs.refshare());
-            add(new Measurement(p.size(), AgronaBench.SYSTEM, false, pingPongs.ring(),
-                    agrona.stream(p.size(), p.streamWarmup(), p.streamMessages())));
-        } else {
-            addBusySpin(spinning, p, spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()));
+        boolean ring = agrona != null && AgronaBench.fits(p.size());
+        BusySpinPingPongs pingPongs = ring ? interleaved(spinning, agrona, p) : new BusySpinPingPongs(
+                spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()), null);
+        streams.add(new Stream(Measurement.BUSY_SPIN + Mode.REUSE.label(), false, pingPongs.refshare(),
+                (warmup, messages) -> spinning.stream(p.size(), Mode.REUSE, warmup, messages, p.window())));
+        if (ring) {
+            streams.add(new Stream(AgronaBench.SYSTEM, false, pingPongs.ring(),
+                    (warmup, messages) -> agrona.stream(p.size(), warmup, messages)));
         }
-        LatencyStats latency = socket.pingPong(p.size(), p.pingPongWarmup(), p.pingPongRounds());
-        ThroughputStats throughput = socket.stream(p.size(), p.streamWarmup(), p.streamMessages());
-        add(new Measurement(p.size(), Measurement.SOCKET, true, latency, throughput));
+        streams.add(new Stream(Measurement.SOCKET, true, socket.pingPong(p.size(), p.pingPongWarmup(),
+                p.pingPongRounds()), (warmup, messages) -> socket.stream(p.size(), warmup, messages)));
+        interleaved(streams, p).forEach(this::add);
         add(refshare.reclaim(p.size(), Reclamation.AT_ONCE_NANOS, Math.max(3, p.reclaimRounds() / 10),
                 p.reclaimRounds()));
         add(refshare.reclaim(p.size(), Reclamation.HELD_NANOS, Math.max(1, p.reclaimHeldRounds() / 10),
                 p.reclaimHeldRounds()));
+    }
+
+    /** One system's row at one size: its ping-pong, measured already, and how to stream a slice of it. */
+    private record Stream(String system, boolean baseline, LatencyStats latency, StreamSlice slice) {
+    }
+
+    /** Streams {@code messages} timed messages after {@code warmup} untimed ones. */
+    private interface StreamSlice {
+        ThroughputStats run(int warmup, int messages) throws IOException, InterruptedException;
     }
 
     /** The Agrona ring's own pair of JVMs, or null when no size of the run fits its ring. */
@@ -197,14 +208,7 @@ final class Benchmark {
         });
     }
 
-    /** refshare busy-spin's row: {@code pingPong}, and its streaming measured now. */
-    private void addBusySpin(RefshareBench spinning, SizePlan p, LatencyStats pingPong)
-            throws IOException, InterruptedException {
-        add(new Measurement(p.size(), Measurement.BUSY_SPIN + Mode.REUSE.label(), false, pingPong,
-                spinning.stream(p.size(), Mode.REUSE, p.streamWarmup(), p.streamMessages(), p.window())));
-    }
-
-    /** The two busy-spin ping-pongs of one size, measured together. */
+    /** The two busy-spin ping-pongs of one size, measured together ({@code ring} null without the ring). */
     private record BusySpinPingPongs(LatencyStats refshare, LatencyStats ring) {
     }
 
@@ -230,6 +234,32 @@ final class Benchmark {
         }
         return new BusySpinPingPongs(LatencyStats.concat(refshare), LatencyStats.concat(ring));
     }
+
+    /**
+     * Every stream of one size, in rounds of slices ({@link SizePlan#streamSlices}), so that the rows
+     * whose ratios the targets read, refshare's against the socket copy's, see the machine in the same
+     * states, as the busy-spin ping-pongs do. Measured one after the other they did not: in the 2-core
+     * VM's runs the socket copy streamed at about 0.72 or 1.0 M messages a second and refshare's
+     * batches at about 3.5 or 5.4 M, each switching on its own, so a row's ratio depended on which
+     * pair of states it met.
+     */
+    private List<Measurement> interleaved(List<Stream> streams, SizePlan p) throws IOException, InterruptedException {
+        List<List<ThroughputStats>> parts = new ArrayList<>();
+        streams.forEach(s -> parts.add(new ArrayList<>()));
+        for (int i = 0; i < p.streamSlices(); i++) {
+            for (int k = 0; k < streams.size(); k++) {
+                parts.get(k).add(streams.get(k).slice().run(p.sliceWarmup(), p.sliceMessages(i)));
+            }
+        }
+        List<Measurement> rows = new ArrayList<>();
+        for (int k = 0; k < streams.size(); k++) {
+            Stream s = streams.get(k);
+            rows.add(new Measurement(p.size(), s.system(), s.baseline(), s.latency(),
+                    ThroughputStats.concat(parts.get(k))));
+        }
+        return rows;
+    }
+
 
     private void add(Reclamation r) {
         reclamations.add(r);

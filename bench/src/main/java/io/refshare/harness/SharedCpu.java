@@ -3,6 +3,7 @@ package io.refshare.harness;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
@@ -31,6 +32,12 @@ final class SharedCpu {
      */
     record Result(int samples, int onOneCpu, int bothRunnable) {
         static final Result NONE = new Result(0, 0, 0);
+
+        /** The samples of several samplings together. */
+        static Result sum(List<Result> results) {
+            return new Result(results.stream().mapToInt(Result::samples).sum(),
+                    results.stream().mapToInt(Result::onOneCpu).sum(), results.stream().mapToInt(Result::bothRunnable).sum());
+        }
 
         /** "12 % of 40 samples, both runnable in 5 %", or "not sampled". */
         String label() {

@@ -1,5 +1,7 @@
 package io.refshare.harness;
 
+import java.util.List;
+
 /**
  * Streaming throughput of one system at one size, timed by the consumer: from the moment
  * it finished the warm-up messages to the moment it finished the last one.
@@ -15,6 +17,16 @@ record ThroughputStats(long messages, long bytes, long nanos, String window, Sha
 
     ThroughputStats(long messages, long bytes, long nanos, String window) {
         this(messages, bytes, nanos, window, SharedCpu.Result.NONE);
+    }
+
+    /** One row's slices joined: their messages, bytes, times and CPU samples added up (the window is the first's). */
+    static ThroughputStats concat(List<ThroughputStats> parts) {
+        if (parts.isEmpty()) {
+            throw new IllegalArgumentException("no throughputs to join");
+        }
+        return new ThroughputStats(parts.stream().mapToLong(ThroughputStats::messages).sum(),
+                parts.stream().mapToLong(ThroughputStats::bytes).sum(), parts.stream().mapToLong(ThroughputStats::nanos).sum(),
+                parts.getFirst().window(), SharedCpu.Result.sum(parts.stream().map(ThroughputStats::sharedCpu).toList()));
     }
 
     double tensorsPerSecond() {

@@ -124,6 +124,25 @@ class BenchSmokeTest {
     }
 
     @Test
+    void smallMessagesStreamInLongInterleavedSlicesThatAddUp() {
+        for (SizePlan p : List.of(SizePlan.of(1024, false, 0, 0), SizePlan.of(1024, true, 0, 0),
+                SizePlan.of(64 << 10, false, 0, 0), SizePlan.of(256L << 20, false, 0, 0),
+                SizePlan.of(1024, false, 123_457, 0))) {
+            int sum = 0;
+            for (int i = 0; i < p.streamSlices(); i++) {
+                assertTrue(p.sliceMessages(i) >= 50_000 || p.streamSlices() == 1, p + ": slice " + i);
+                sum += p.sliceMessages(i);
+            }
+            assertEquals(p.streamMessages(), sum, p + ": the slices add up");
+            assertTrue(p.sliceWarmup() >= p.window(), p + ": a slice warms up with a window at least");
+        }
+        assertEquals(10, SizePlan.of(1024, false, 0, 0).streamSlices());
+        assertEquals(2, SizePlan.of(1024, false, 123_457, 0).streamSlices());
+        assertEquals(1, SizePlan.of(64 << 10, false, 0, 0).streamSlices());
+        assertEquals(1, SizePlan.of(256L << 20, false, 0, 0).streamSlices());
+    }
+
+    @Test
     void theDefaultWindowHoldsAMebibyteOfSmallMessagesAndAtMostAGibibyte() {
         assertEquals(1024, SizePlan.defaultWindow(1));
         assertEquals(1024, SizePlan.defaultWindow(1024));
