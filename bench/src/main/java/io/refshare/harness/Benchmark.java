@@ -260,7 +260,6 @@ final class Benchmark {
         return rows;
     }
 
-
     private void add(Reclamation r) {
         reclamations.add(r);
         log.printf(Locale.ROOT, "  reclamation, held %-6s p50 %8.1f us  p99 %8.1f us  (%d rounds%s)%n", r.holdLabel(),

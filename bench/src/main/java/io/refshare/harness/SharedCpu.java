@@ -36,7 +36,8 @@ final class SharedCpu {
         /** The samples of several samplings together. */
         static Result sum(List<Result> results) {
             return new Result(results.stream().mapToInt(Result::samples).sum(),
-                    results.stream().mapToInt(Result::onOneCpu).sum(), results.stream().mapToInt(Result::bothRunnable).sum());
+                    results.stream().mapToInt(Result::onOneCpu).sum(),
+                    results.stream().mapToInt(Result::bothRunnable).sum());
         }
 
         /** "12 % of 40 samples, both runnable in 5 %", or "not sampled". */

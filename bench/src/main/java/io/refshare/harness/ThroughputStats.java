@@ -4,7 +4,8 @@ import java.util.List;
 
 /**
  * Streaming throughput of one system at one size, timed by the consumer: from the moment
- * it finished the warm-up messages to the moment it finished the last one.
+ * it finished the warm-up messages to the moment it finished the last one. A row streamed in
+ * slices adds up its slices' messages and times ({@link #concat}).
  *
  * @param messages messages timed (after the warm-up)
  * @param bytes    bytes those messages carried (for refshare: made readable, not copied)
@@ -25,8 +26,9 @@ record ThroughputStats(long messages, long bytes, long nanos, String window, Sha
             throw new IllegalArgumentException("no throughputs to join");
         }
         return new ThroughputStats(parts.stream().mapToLong(ThroughputStats::messages).sum(),
-                parts.stream().mapToLong(ThroughputStats::bytes).sum(), parts.stream().mapToLong(ThroughputStats::nanos).sum(),
-                parts.getFirst().window(), SharedCpu.Result.sum(parts.stream().map(ThroughputStats::sharedCpu).toList()));
+                parts.stream().mapToLong(ThroughputStats::bytes).sum(),
+                parts.stream().mapToLong(ThroughputStats::nanos).sum(), parts.getFirst().window(),
+                SharedCpu.Result.sum(parts.stream().map(ThroughputStats::sharedCpu).toList()));
     }
 
     double tensorsPerSecond() {
