@@ -42,7 +42,8 @@ final class Report {
         line(s, "warm-up     before anything is measured, every kind ran unmeasured for %d s (the Agrona ring's JVMs",
                 r.settings().warmupSeconds());
         line(s, "            too), so the compilers had finished; each row also streams a tenth of its messages first.");
-        line(s, "slices      the streams of one size take turns, in up to 10 slices of 50,000 messages or more (each");
+        line(s, "slices      the streams of one size take turns, in up to %d slices of %,d messages or more (each",
+                SizePlan.STREAM_SLICES, SizePlan.MESSAGES_PER_SLICE);
         line(s, "            after its share of that tenth), so the rows compared see the machine in the same states.");
         s.append('\n');
         String header = String.format(Locale.ROOT, "%-9s %-34s %9s %9s %9s %12s %10s %12s %12s", "size", "system",

@@ -19,8 +19,8 @@ record SizePlan(long size, int pingPongWarmup, int pingPongRounds, int streamWar
                 int reclaimRounds, int reclaimHeldRounds) {
     private static final long MIB = 1L << 20;
     private static final long GIB = 1L << 30;
-    private static final int STREAM_SLICES = 10;
-    private static final int MESSAGES_PER_SLICE = 50_000;
+    static final int STREAM_SLICES = 10;
+    static final int MESSAGES_PER_SLICE = 50_000;
 
     /**
      * The plan for {@code size}: {@code iterations > 0} fixes the measured counts, otherwise
