@@ -146,17 +146,17 @@ final class Benchmark {
                 p.pingPongWarmup(), p.streamMessages(), p.streamWarmup(),
                 p.streamSlices() == 1 ? "" : " in " + p.streamSlices() + " interleaved slices", p.window(),
                 p.reclaimRounds(), p.reclaimHeldRounds());
-        List<Stream> streams = new ArrayList<>();
+        List<StreamRow> streams = new ArrayList<>();
         for (Mode mode : Mode.values()) {
             LatencyStats latency = refshare.pingPong(p.size(), mode, p.pingPongWarmup(), p.pingPongRounds());
-            streams.add(new Stream(Measurement.REFSHARE + mode.label(), false, latency,
+            streams.add(new StreamRow(Measurement.REFSHARE + mode.label(), false, latency,
                     (warmup, messages) -> refshare.stream(p.size(), mode, warmup, messages, p.window())));
             if (mode == Mode.REUSE) {
-                streams.add(new Stream(Measurement.BATCHES + Measurement.BATCH_SIZE, false, latency,
+                streams.add(new StreamRow(Measurement.BATCHES + Measurement.BATCH_SIZE, false, latency,
                         (warmup, messages) -> refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, false, warmup,
                                 messages, p.window())));
                 if (p.size() <= Measurement.DIFFERENT_UP_TO) {
-                    streams.add(new Stream(Measurement.DIFFERENT_BATCHES, false, latency,
+                    streams.add(new StreamRow(Measurement.DIFFERENT_BATCHES, false, latency,
                             (warmup, messages) -> refshare.streamBatches(p.size(), Measurement.BATCH_SIZE, true,
                                     warmup, messages, p.window())));
                 }
@@ -166,15 +166,15 @@ final class Benchmark {
         boolean ring = agrona != null && AgronaBench.fits(p.size());
         BusySpinPingPongs pingPongs = ring ? interleaved(spinning, agrona, p) : new BusySpinPingPongs(
                 spinning.pingPong(p.size(), Mode.REUSE, p.pingPongWarmup(), p.pingPongRounds()), null);
-        streams.add(new Stream(Measurement.BUSY_SPIN + Mode.REUSE.label(), false, pingPongs.refshare(),
+        streams.add(new StreamRow(Measurement.BUSY_SPIN + Mode.REUSE.label(), false, pingPongs.refshare(),
                 (warmup, messages) -> spinning.stream(p.size(), Mode.REUSE, warmup, messages, p.window())));
         if (ring) {
-            streams.add(new Stream(AgronaBench.SYSTEM, false, pingPongs.ring(),
+            streams.add(new StreamRow(AgronaBench.SYSTEM, false, pingPongs.ring(),
                     (warmup, messages) -> agrona.stream(p.size(), warmup, messages)));
         }
-        streams.add(new Stream(Measurement.SOCKET, true, socket.pingPong(p.size(), p.pingPongWarmup(),
+        streams.add(new StreamRow(Measurement.SOCKET, true, socket.pingPong(p.size(), p.pingPongWarmup(),
                 p.pingPongRounds()), (warmup, messages) -> socket.stream(p.size(), warmup, messages)));
-        interleaved(streams, p).forEach(this::add);
+        inTurns(streams, p).forEach(this::add);
         add(refshare.reclaim(p.size(), Reclamation.AT_ONCE_NANOS, Math.max(3, p.reclaimRounds() / 10),
                 p.reclaimRounds()));
         add(refshare.reclaim(p.size(), Reclamation.HELD_NANOS, Math.max(1, p.reclaimHeldRounds() / 10),
@@ -182,7 +182,7 @@ final class Benchmark {
     }
 
     /** One system's row at one size: its ping-pong, measured already, and how to stream a slice of it. */
-    private record Stream(String system, boolean baseline, LatencyStats latency, StreamSlice slice) {
+    private record StreamRow(String system, boolean baseline, LatencyStats latency, StreamSlice slice) {
     }
 
     /** Streams {@code messages} timed messages after {@code warmup} untimed ones. */
@@ -243,7 +243,7 @@ final class Benchmark {
      * batches at about 3.5 or 5.4 M, each switching on its own, so a row's ratio depended on which
      * pair of states it met.
      */
-    private List<Measurement> interleaved(List<Stream> streams, SizePlan p) throws IOException, InterruptedException {
+    private List<Measurement> inTurns(List<StreamRow> streams, SizePlan p) throws IOException, InterruptedException {
         List<List<ThroughputStats>> parts = new ArrayList<>();
         streams.forEach(s -> parts.add(new ArrayList<>()));
         for (int i = 0; i < p.streamSlices(); i++) {
@@ -253,7 +253,7 @@ final class Benchmark {
         }
         List<Measurement> rows = new ArrayList<>();
         for (int k = 0; k < streams.size(); k++) {
-            Stream s = streams.get(k);
+            StreamRow s = streams.get(k);
             rows.add(new Measurement(p.size(), s.system(), s.baseline(), s.latency(),
                     ThroughputStats.concat(parts.get(k))));
         }
