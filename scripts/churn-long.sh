@@ -16,5 +16,8 @@ refshare_require_maven
 consumers=${1:-5000}
 lanes=${2:-4}
 cd "$root"
+# the suite's default JUnit timeout (5 minutes a test, core's junit-platform.properties) would
+# end the queue half of a run this long: give each test the churn's own budget and ten minutes
 exec mvn -B -ntp -pl core test -Dtest=ChurnTest -Dsurefire.failIfNoSpecifiedTests=false \
-    -Drefshare.churn.consumers="$consumers" -Drefshare.churn.lanes="$lanes"
+    -Drefshare.churn.consumers="$consumers" -Drefshare.churn.lanes="$lanes" \
+    -Djunit.jupiter.execution.timeout.default="$((consumers * 3 + 600))s"

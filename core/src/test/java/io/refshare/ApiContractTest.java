@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -208,6 +209,29 @@ class ApiContractTest {
                 assertNotNull(got, "the message stayed in the queue");
                 assertEquals(16, got.data().byteSize());
             }
+        }
+    }
+
+    @Test
+    void anOfferWaitingOnAFullQueueWhenItsRefshareClosesTimesOutCleanly() throws Exception {
+        try (TempShm shm = new TempShm()) {
+            Refshare rs = Refshare.open(shm.config());
+            ShareQueue q = rs.createQueue(1);
+            Tensor t = rs.allocate(DType.UINT8, 64);
+            q.put(t); // full
+            CompletableFuture<Object> offer = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return q.offer(t, 1, TimeUnit.SECONDS);
+                } catch (Throwable e) {
+                    return e;
+                }
+            });
+            Thread.sleep(300); // the offer waits for room
+            rs.close();
+            // its message's token went with the close: the cancel at its time-out has nothing to
+            // give back (it threw NullPointerException, looking for the closed counter files)
+            assertEquals(Boolean.FALSE, offer.get(10, TimeUnit.SECONDS));
+            q.close(Duration.ZERO);
         }
     }
 

@@ -589,10 +589,15 @@ public final class CounterFile implements AutoCloseable {
         file.unlink();
     }
 
-    /** Unmaps this file in this process. */
+    /** Unmaps this file in this process (see {@link ShmFile#close()}). */
     @Override
     public void close() {
         file.close();
+    }
+
+    /** False once this process unmapped the file. */
+    public boolean isMapped() {
+        return file.isMapped();
     }
 
     @Override

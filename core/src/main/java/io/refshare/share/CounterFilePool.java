@@ -132,8 +132,11 @@ final class CounterFilePool {
      * slot in the low half (see {@link #file} and {@link #slot}), a number rather than an
      * object because a token is handed out with every message. A current file found damaged
      * is quarantined and a fresh one used; only when a fresh file fails too does this throw.
+     *
+     * @throws IllegalStateException once the pool closed (a share that raced its context's close)
      */
     synchronized long handOut(int tag) {
+        ensureOpen();
         return handOutLocked(tag);
     }
 
@@ -141,9 +144,11 @@ final class CounterFilePool {
      * {@link #handOut} for each of {@code tags[0..n)}, into the same places of {@code tokens},
      * under one taking of the lock (a batch's hand-outs). All or nothing: when one fails (as
      * {@link #handOut} fails: a fresh file failed too), the ones handed out before it are
-     * cancelled and counted back here, since no sent block records them, and it throws.
+     * cancelled and counted back here, since no sent block records them, and it throws, counting
+     * none of them as handed out.
      */
     synchronized void handOutAll(int[] tags, long[] tokens, int n) {
+        ensureOpen();
         int handed = 0;
         try {
             for (; handed < n; handed++) {
@@ -160,6 +165,7 @@ final class CounterFilePool {
                     e.addSuppressed(damaged); // the file's other failure: it stays outstanding, as a damaged file's tokens do
                 }
             }
+            handedOut -= handed;
             throw e;
         }
     }
@@ -194,7 +200,7 @@ final class CounterFilePool {
         throw failure != null ? failure : new RefshareException("cannot hand out a reference token");
     }
 
-    /** Tokens handed out so far, cancelled ones included. */
+    /** Tokens handed out so far, cancelled ones included (but not those of a failed {@link #handOutAll}). */
     synchronized long handedOut() {
         return handedOut;
     }
@@ -366,11 +372,12 @@ final class CounterFilePool {
     }
 
     synchronized void unpin() {
-        if (pinnedIsDone) {
-            pinned.close();
-            pinnedIsDone = false;
-        }
+        CounterFile done = pinnedIsDone ? pinned : null;
         pinned = null;
+        pinnedIsDone = false;
+        if (done != null) {
+            done.close();
+        }
     }
 
     /** Our own healthy counter file of this name, or null when it is not (or no longer) ours. */
@@ -513,9 +520,14 @@ final class CounterFilePool {
         }
     }
 
+    /** Unmaps every removed file; one that fails (its failure is thrown at the end) stops no other. */
     private void unmapRemoved() {
+        RuntimeException failure = null;
         for (CounterFile f; (f = toUnmap.poll()) != null; ) {
-            f.close();
+            failure = attempt(f::close, failure);
+        }
+        if (failure != null) {
+            throw failure;
         }
     }
 
@@ -526,17 +538,45 @@ final class CounterFilePool {
         }
     }
 
-    /** Unlinks and unmaps every file: processes still holding tokens keep their own mappings. */
+    /**
+     * Unlinks and unmaps every file: processes still holding tokens keep their own mappings.
+     * Each file is disposed of on its own: one that fails (its first failure is thrown at the
+     * end) leaves the others to be removed all the same.
+     */
     synchronized void close() {
         closed = true;
         List<OwnFile> all = all();
         byName.clear();
         byId = new OwnFile[byId.length]; // every token counts as back
         current = null;
+        RuntimeException failure = attempt(this::unmapRemoved, null);
         for (OwnFile f : all) {
-            dispose(f.file);
+            failure = attempt(() -> dispose(f.file), failure);
         }
-        unmapRemoved();
-        dispose(spare.getAndSet(null));
+        CounterFile spareFile = spare.getAndSet(null);
+        failure = attempt(() -> dispose(spareFile), failure);
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /** Runs {@code step}; returns the failure so far ({@code failure}, null for none) with the step's own added to it, or the step's own when it is the first. */
+    private static RuntimeException attempt(Runnable step, RuntimeException failure) {
+        try {
+            step.run();
+            return failure;
+        } catch (RuntimeException e) {
+            if (failure == null) {
+                return e;
+            }
+            failure.addSuppressed(e);
+            return failure;
+        }
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new IllegalStateException("refshare context is closed");
+        }
     }
 }

@@ -286,9 +286,13 @@ public final class Sharing implements AutoCloseable {
                 self.startTicks(), dst, offset);
     }
 
-    /** Returns the reference of a message of {@link #shareHost} that was never delivered. */
+    /**
+     * Returns the reference of a message of {@link #shareHost} that was never delivered; false
+     * once this context closed (its every token counts as back).
+     */
     public boolean cancel(Storage storage, long token) {
-        return cancel(counterFiles.file(token), CounterFilePool.slot(token), storage.sentBlock().tag());
+        CounterFile counters = counterFiles.file(token);
+        return counters != null && cancel(counters, CounterFilePool.slot(token), storage.sentBlock().tag());
     }
 
     /** Hands out a token for {@code storage} and records it as sent. */
@@ -636,11 +640,21 @@ public final class Sharing implements AutoCloseable {
         }
     }
 
-    private static boolean cancel(CounterFile counters, int slot, int tag) {
+    /**
+     * Cancels through {@code counters}. An own file may be unmapped under the cancel (every token
+     * of it came back, or this context closed): then the token counts as back, and the answer is
+     * false. Package-private for the test of that race.
+     */
+    static boolean cancel(CounterFile counters, int slot, int tag) {
         try {
             return counters.cancel(slot, tag);
         } catch (InternalError e) {
             throw damaged(counters, e);
+        } catch (IllegalStateException e) {
+            if (counters.isMapped()) {
+                throw e;
+            }
+            return false;
         }
     }
 

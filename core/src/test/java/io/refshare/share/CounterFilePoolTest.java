@@ -110,6 +110,7 @@ class CounterFilePoolTest {
                 }
                 assertEquals(CounterFileLayout.IN_FLIGHT, view.state(0), "the token handed out before stays out");
             }
+            assertEquals(1, pool.handedOut(), "the failed batch counts no token as handed out");
         } finally {
             pool.close();
         }
@@ -260,6 +261,106 @@ class CounterFilePoolTest {
             tidier.join();
             assertEquals(0, shm.count("cnt"), "round " + round);
         }
+    }
+
+    /**
+     * A thread of ours inside a system call on a file (a cancel's futex wake-up holds the file's
+     * mapping while it runs; a timed futex wait stands in for it here, to widen the window) when
+     * the collector unpins that file, every token of it back: the unmap waits for the call, and
+     * the collector's next unpin leaves the file it pins then (the current one) mapped. Before,
+     * the first unmap threw and the next unpin unmapped the current file.
+     */
+    @Test
+    void theCollectorsUnmapWaitsForASystemCallOnTheFile() throws Exception {
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 2, 4, () -> { });
+        try {
+            long a = pool.handOut(5);
+            long b = pool.handOut(5); // the file retires: the collector sleeps on it
+            CounterFile retired = pool.pinFileToSleepOn();
+            assertEquals(retired, pool.file(a));
+            cancelAndSeeBack(pool, a, b);
+            inSystemCall(retired, pool::unpin);
+            assertFalse(mapped(retired.name()), "unmapped once the call returned");
+            long c = pool.handOut(5);
+            CounterFile current = pool.pinFileToSleepOn();
+            assertEquals(current, pool.file(c));
+            pool.unpin();
+            assertEquals(CounterFileLayout.IN_FLIGHT, current.state(CounterFilePool.slot(c)), "the current file stays mapped");
+        } finally {
+            pool.close();
+        }
+        assertEquals(0, shm.count("cnt"));
+    }
+
+    /** As above for a file the housekeeper unmaps: {@code tidy} waits for the call, and the file is unmapped. */
+    @Test
+    void theHousekeepersUnmapWaitsForASystemCallOnTheFile() throws Exception {
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 2, 4, () -> { });
+        try {
+            long a = pool.handOut(5);
+            long b = pool.handOut(5);
+            CounterFile removed = pool.file(a);
+            cancelAndSeeBack(pool, a, b);
+            inSystemCall(removed, pool::tidy);
+            assertFalse(mapped(removed.name()), "unmapped once the call returned");
+        } finally {
+            pool.close();
+        }
+        assertEquals(0, shm.count("cnt"));
+    }
+
+    /**
+     * A cancel that found an own file before the file went (every token of it came back, this
+     * one through its receiver, and the housekeeper unmapped it) answers false, as for any token
+     * already received, instead of the unmapped memory's IllegalStateException.
+     */
+    @Test
+    void aCancelThroughAnOwnFileUnmappedMeanwhileAnswersFalse() {
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 2, 4, () -> { });
+        try {
+            long a = pool.handOut(5);
+            long b = pool.handOut(5);
+            CounterFile looked = pool.file(a); // the cancelling thread, before the file goes
+            cancelAndSeeBack(pool, a, b);
+            pool.tidy();
+            assertFalse(looked.isMapped());
+            assertFalse(Sharing.cancel(looked, CounterFilePool.slot(a), 5));
+        } finally {
+            pool.close();
+        }
+    }
+
+    /** A share that passed its context's open check while the context closed: no token, and no file left. */
+    @Test
+    void aHandOutAfterTheCloseThrowsAndMakesNoFile() {
+        CounterFilePool pool = new CounterFilePool(shm.directory(), 8, 4, () -> { });
+        pool.handOut(1);
+        pool.close();
+        assertThrows(IllegalStateException.class, () -> pool.handOut(1));
+        assertThrows(IllegalStateException.class, () -> pool.handOutAll(new int[] {1}, new long[1], 1));
+        assertEquals(0, shm.count("cnt"));
+    }
+
+    /** Cancels tokens {@code a} and {@code b}, the whole of a retired 2-slot file, and lets the pool see them back. */
+    private static void cancelAndSeeBack(CounterFilePool pool, long a, long b) {
+        CounterFile file = pool.file(a);
+        assertTrue(file.cancel(CounterFilePool.slot(a), 5));
+        assertTrue(file.cancel(CounterFilePool.slot(b), 5));
+        assertTrue(pool.isReturned(a, 5));
+        assertTrue(pool.isReturned(b, 5));
+    }
+
+    /** Runs {@code unmap} while another thread is inside a 300 ms futex wait on {@code file}'s mapping. */
+    private static void inSystemCall(CounterFile file, Runnable unmap) throws Exception {
+        CountDownLatch entering = new CountDownLatch(1);
+        Thread caller = Thread.ofPlatform().start(() -> {
+            entering.countDown();
+            file.awaitRelease(file.releases(), 300_000_000L);
+        });
+        entering.await();
+        Thread.sleep(100); // by now inside the call (were it not yet, the test would pass without testing the wait)
+        unmap.run();
+        caller.join();
     }
 
     /** Whether this process maps a file of this name (the kernel's list, not the arena's state). */
