@@ -589,10 +589,15 @@ public final class CounterFile implements AutoCloseable {
         file.unlink();
     }
 
-    /** Unmaps this file in this process (see {@link ShmFile#close()}). */
+    /** Unmaps this file in this process. */
     @Override
     public void close() {
         file.close();
+    }
+
+    /** Unmaps this file unless a thread of this process is inside a system call on it (see {@link ShmFile#closeUnlessInUse}). */
+    public boolean closeUnlessInUse() {
+        return file.closeUnlessInUse();
     }
 
     /** False once this process unmapped the file. */

@@ -136,22 +136,10 @@ final class Tokens {
         return releases() == seen;
     }
 
-    /**
-     * Counts a release and wakes the owner's collector if it sleeps on this file and no one else
-     * does. Only the owner's mapping can go between a move and its count (the owner's cancel of
-     * its own token, and meanwhile its housekeeper unmapped the file, every token of it back, or
-     * the owner closed): the owner's collector never sleeps on a mapping it has unmapped, so the
-     * count is left out then.
-     */
+    /** Counts a release and wakes the owner's collector if it sleeps on this file and no one else does. */
     private void released() {
-        try {
-            if (countRelease()) {
-                Libc.futexWake(mem.asSlice(RELEASES_OFFSET, 4), Integer.MAX_VALUE);
-            }
-        } catch (IllegalStateException e) {
-            if (mem.scope().isAlive()) {
-                throw e;
-            }
+        if (countRelease()) {
+            Libc.futexWake(mem.asSlice(RELEASES_OFFSET, 4), Integer.MAX_VALUE);
         }
     }
 

@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -375,8 +376,8 @@ final class CounterFilePool {
         CounterFile done = pinnedIsDone ? pinned : null;
         pinned = null;
         pinnedIsDone = false;
-        if (done != null) {
-            done.close();
+        if (done != null && !done.closeUnlessInUse()) {
+            toUnmap.add(done);
         }
     }
 
@@ -520,58 +521,54 @@ final class CounterFilePool {
         }
     }
 
-    /** Unmaps every removed file; one that fails (its failure is thrown at the end) stops no other. */
+    /**
+     * Unmaps the removed files, but for those a thread of ours is inside a system call on (a
+     * cancel's futex wake-up holds its file's mapping while it runs): they wait for the next call.
+     */
     private void unmapRemoved() {
-        RuntimeException failure = null;
+        List<CounterFile> inUse = new ArrayList<>();
         for (CounterFile f; (f = toUnmap.poll()) != null; ) {
-            failure = attempt(f::close, failure);
+            if (!f.closeUnlessInUse()) {
+                inUse.add(f);
+            }
         }
-        if (failure != null) {
-            throw failure;
-        }
-    }
-
-    private static void dispose(CounterFile f) {
-        if (f != null) {
-            f.unlink();
-            f.close();
-        }
+        toUnmap.addAll(inUse);
     }
 
     /**
-     * Unlinks and unmaps every file: processes still holding tokens keep their own mappings.
-     * Each file is disposed of on its own: one that fails (its first failure is thrown at the
-     * end) leaves the others to be removed all the same.
+     * Unlinks {@code f} and unmaps it, waiting for a system call of ours on it to return (they
+     * take microseconds); after a second it leaves the mapping, and says so.
      */
+    private static void dispose(CounterFile f) {
+        if (f == null) {
+            return;
+        }
+        f.unlink();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        while (!f.closeUnlessInUse()) {
+            if (System.nanoTime() - deadline > 0) {
+                LOG.log(System.Logger.Level.WARNING, f + " stays mapped in this process: a system call on it has not"
+                        + " returned for a second");
+                return;
+            }
+            Thread.yield();
+        }
+    }
+
+    /** Unlinks and unmaps every file: processes still holding tokens keep their own mappings. */
     synchronized void close() {
         closed = true;
         List<OwnFile> all = all();
         byName.clear();
         byId = new OwnFile[byId.length]; // every token counts as back
         current = null;
-        RuntimeException failure = attempt(this::unmapRemoved, null);
         for (OwnFile f : all) {
-            failure = attempt(() -> dispose(f.file), failure);
+            dispose(f.file);
         }
-        CounterFile spareFile = spare.getAndSet(null);
-        failure = attempt(() -> dispose(spareFile), failure);
-        if (failure != null) {
-            throw failure;
+        for (CounterFile f; (f = toUnmap.poll()) != null; ) {
+            dispose(f); // unlinked already: its unmap waits for a call in progress, as the others'
         }
-    }
-
-    /** Runs {@code step}; returns the failure so far ({@code failure}, null for none) with the step's own added to it, or the step's own when it is the first. */
-    private static RuntimeException attempt(Runnable step, RuntimeException failure) {
-        try {
-            step.run();
-            return failure;
-        } catch (RuntimeException e) {
-            if (failure == null) {
-                return e;
-            }
-            failure.addSuppressed(e);
-            return failure;
-        }
+        dispose(spare.getAndSet(null));
     }
 
     private void ensureOpen() {

@@ -56,7 +56,7 @@ public final class Sharing implements AutoCloseable {
     private final StatusFile status;
     private final Thread collector;
     private final Thread housekeeper;
-    /** Range tags of blocks received lately, by the identity of their descriptors (see {@link #rangeTag}). */
+    /** Range tags of blocks received lately, by segment name, offset and length (see {@link #rangeTag}). */
     private final KnownTag[] knownTags = new KnownTag[64];
     /** The segment name encoded last, with its bytes: see {@link #asciiName}. */
     private NameBytes lastName;
@@ -643,9 +643,11 @@ public final class Sharing implements AutoCloseable {
     /**
      * Cancels through {@code counters}. An own file may be unmapped under the cancel (every token
      * of it came back, or this context closed): then the token counts as back, and the answer is
-     * false. Package-private for the test of that race.
+     * false, even in the rare case in which this cancel's move took just before the unmap and its
+     * count of the release then met the unmapped file (that count is shared with every consumer's
+     * release, a path left as it is).
      */
-    static boolean cancel(CounterFile counters, int slot, int tag) {
+    private static boolean cancel(CounterFile counters, int slot, int tag) {
         try {
             return counters.cancel(slot, tag);
         } catch (InternalError e) {

@@ -16,9 +16,6 @@ import java.nio.file.StandardOpenOption;
  * removes the name; the memory stays valid for every process that still maps it.
  */
 public final class ShmFile implements AutoCloseable {
-    /** How long {@link #close()} waits for system calls in progress on the mapping to return. */
-    static final long IN_USE_WAIT_MILLIS = 1_000;
-
     private final String name;
     private final Path path;
     private final boolean created;
@@ -69,11 +66,6 @@ public final class ShmFile implements AutoCloseable {
         return segment;
     }
 
-    /** False once {@link #close()} unmapped the file. */
-    public boolean isMapped() {
-        return arena.scope().isAlive();
-    }
-
     public long size() {
         return segment.byteSize();
     }
@@ -83,28 +75,33 @@ public final class ShmFile implements AutoCloseable {
         ShmDirectory.deleteQuietly(path);
     }
 
-    /**
-     * Unmaps the file in this process. Not idempotent on purpose: callers own exactly one close.
-     * A thread of this process inside a system call on the mapping (a release's futex wake-up,
-     * which holds the mapping while it runs) delays the unmap until the call returns, for up to
-     * {@value #IN_USE_WAIT_MILLIS} ms; after that, or on a second close, it throws.
-     *
-     * @throws IllegalStateException when the file was closed before, or a call still holds it
-     */
+    /** Unmaps the file in this process. Not idempotent on purpose: callers own exactly one close. */
     @Override
     public void close() {
-        long deadline = System.nanoTime() + IN_USE_WAIT_MILLIS * 1_000_000L;
-        while (true) {
-            try {
-                arena.close();
-                return;
-            } catch (IllegalStateException e) {
-                if (!arena.scope().isAlive() || System.nanoTime() - deadline > 0) {
-                    throw e;
-                }
-                Thread.yield(); // the calls that hold a mapping (futex wake-ups) take microseconds
+        arena.close();
+    }
+
+    /**
+     * {@link #close()}, unless a thread of this process is inside a system call on the mapping
+     * (a release's futex wake-up holds it while the call runs): then false, and nothing changed.
+     *
+     * @throws IllegalStateException when the file was closed before
+     */
+    public boolean closeUnlessInUse() {
+        try {
+            arena.close();
+            return true;
+        } catch (IllegalStateException e) {
+            if (!isMapped()) {
+                throw e;
             }
+            return false;
         }
+    }
+
+    /** False once the file is unmapped in this process. */
+    public boolean isMapped() {
+        return arena.scope().isAlive();
     }
 
     @Override
