@@ -234,14 +234,15 @@ class TensorQueue:
     def _sleep(self, seq, sleeping, share, ready, timeout):
         """Sleeps on ``seq`` (section 9.5). The wake-pending flag is cleared after registering and
         after waking, each time before ``ready()`` is looked at again: Java signallers skip their
-        wake-up while it is set."""
+        wake-up while it is set. The sequence is read before the first clearing: a signaller that
+        set the flag after the read bumps the sequence after it too, so the sleep ends at once."""
         f = self._f
         pending = _WAKE_PENDING[seq]
         f.fetch_add32(sleeping, 1)
         f.fetch_add32(self._e(self._entry, share), 1)
         try:
-            native.store32(f.addr + pending, 0)
             s = f.load32(seq)
+            native.store32(f.addr + pending, 0)
             if ready():
                 return
             native.futex_wait(f.addr + seq, s, int(max(0.0, min(timeout, SLICE_S)) * 1e9))

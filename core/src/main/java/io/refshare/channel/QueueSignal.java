@@ -44,7 +44,14 @@ import static io.refshare.channel.ShmQueueLayout.*;
  * still being scheduled made its own system call (eight consumers on two cores: one per take).
  * Every sleeper clears the flag when it registers and when it wakes, each time before it
  * re-checks its condition, so a skipped signaller's change is seen: its read of the flag came
- * before some sleeper's clearing, which comes before that sleeper's re-check. A wake-up that
+ * before some sleeper's clearing, which comes before that sleeper's re-check. A registering
+ * sleeper reads the sequence it will sleep on before it clears the flag: a signaller that set
+ * the flag after that read also bumps the sequence after it, so the sleep ends at once, and one
+ * that set it before has it cleared after its setting. Cleared first, the flag could be set by
+ * a signaller whose bump came before the sleeper's read and whose change another waiter took:
+ * that wake-up reached nobody, the sleeper slept on the bumped sequence, and every signaller
+ * after it skipped its wake-up for the set flag, a whole sleep slice with messages queued
+ * (jcstress {@code WakePendingVsRegisteringSleeper}). A wake-up that
  * found nobody (the sleeper had left on its own) leaves the flag set only until the next
  * sleeper registers; a signaller that died between setting it and waking delays sleepers by
  * one sleep slice at most.
@@ -114,8 +121,9 @@ final class QueueSignal {
     int prepare(long entryOffset) {
         INT.getAndAdd(mem, sleepingOffset, 1);
         INT.getAndAdd(mem, entryOffset + shareOffsetInEntry, 1);
-        clearWakePending(); // before the caller's re-check: see the notes
-        return (int) INT.getVolatile(mem, sequenceOffset);
+        int sequence = (int) INT.getVolatile(mem, sequenceOffset);
+        clearWakePending(); // after the sequence is read, before the caller's re-check: see the notes
+        return sequence;
     }
 
     /** Sleeps while the sequence is still {@code sequence}, at most {@code nanos}. */

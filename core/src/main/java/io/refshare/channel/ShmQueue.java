@@ -446,12 +446,14 @@ public final class ShmQueue implements AutoCloseable {
             recordRole(ROLE_CONSUMER);
             long now = System.nanoTime();
             int taken = 0;
+            int claimed = 0;
             try {
                 while (taken < max) {
                     long h = cells.claimReadable(now);
                     if (h < 0) {
                         break;
                     }
+                    claimed++;
                     T result;
                     try {
                         result = deliverQuietly(h, whileClaimed, true);
@@ -465,9 +467,10 @@ public final class ShmQueue implements AutoCloseable {
                 QueueCells.fenceBatch(); // before the sleepers are read (QueueCells, "Batches")
                 if (taken > 0) {
                     participants.countTaken(self, taken);
-                    if (notFull.anyoneAsleep()) {
-                        notFull.signalAll(); // up to a batch of producers may put now
-                    }
+                }
+                // every cell claimed was freed, a rejected or failed delivery's too (or given back)
+                if (claimed > 0 && notFull.anyoneAsleep()) {
+                    notFull.signalAll(); // up to a batch of producers may put now
                 }
             }
             return taken;

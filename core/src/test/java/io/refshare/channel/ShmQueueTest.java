@@ -449,4 +449,37 @@ class ShmQueueTest {
             assertEquals(60, q.stats().taken());
         }
     }
+
+    /** A receiver that fails on every message (its cell is freed all the same). */
+    private static final Incoming<byte[]> FAILING_RECEIVER = (cell, offset, length) -> {
+        throw new IllegalArgumentException("the receiver failed (test)");
+    };
+
+    @Test
+    void aDeliveryThatFailsStillWakesTheProducerSleepingForRoom() throws Exception {
+        wakesTheSleepingProducer(q -> q.poll(0, SECONDS, FAILING_RECEIVER));
+    }
+
+    /** Before, a batch woke sleeping producers only for the messages it counted as taken. */
+    @Test
+    void aBatchWhoseOnlyDeliveryFailedStillWakesTheProducerSleepingForRoom() throws Exception {
+        wakesTheSleepingProducer(q -> q.pollAvailable(1, FAILING_RECEIVER, taken -> { }));
+    }
+
+    private interface FailingTake {
+        void run(ShmQueue q) throws Exception;
+    }
+
+    private void wakesTheSleepingProducer(FailingTake take) throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 1, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            assertTrue(q.offer(new byte[] {1}));
+            Future<Boolean> offered = threads.submit(() -> q.offer(new byte[] {2}, 30, SECONDS));
+            view.awaitSleepingProducer();
+            int wakeUps = view.producerWakeUps();
+            assertThrows(IllegalArgumentException.class, () -> take.run(q));
+            assertNotEquals(wakeUps, view.producerWakeUps(), "the sleeping producer is woken for the freed cell");
+            assertTrue(offered.get());
+        }
+    }
+
 }

@@ -21,16 +21,23 @@ final class CellsFixture {
     final QueueSignal notEmpty;
     final QueueSignal notFull;
     final long waiterEntry;
+    final MemorySegment mem;
 
     CellsFixture(int capacity) {
         Geometry g = Geometry.of(capacity, MESSAGE_BYTES, 2);
         MemorySegment m = Arena.ofAuto().allocate(g.fileLength(), 64);
+        mem = m;
         g.initialize(m, ProcessIdentity.current(), 0);
         first = new QueueCells(m, g, 0, "jcstress");
         second = new QueueCells(m, g, 1, "jcstress");
         notEmpty = QueueSignal.notEmpty(m);
         notFull = QueueSignal.notFull(m);
         waiterEntry = g.participantOffset(1);
+    }
+
+    /** The not-empty futex sequence word now. */
+    int notEmptySequence() {
+        return (int) ShmQueueLayout.INT.getVolatile(mem, ShmQueueLayout.NOT_EMPTY_SEQ_OFFSET);
     }
 
     static long deadline() {
