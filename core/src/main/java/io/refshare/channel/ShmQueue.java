@@ -666,11 +666,12 @@ public final class ShmQueue implements AutoCloseable {
             if (!crowded.crowdedAfterTake() || (notFull.anyoneAsleep() && cells.atMostHalfFull())) {
                 notFull.signal();
             }
+            // a sleeper may have been woken for the message this poll took, or rejected (9.4)
+            if (notEmpty.anyoneAsleep() && cells.hasMessage()) {
+                notEmpty.signal();
+            }
         }
         participants.countTaken(self);
-        if (notEmpty.anyoneAsleep() && cells.hasMessage()) {
-            notEmpty.signal(); // a sleeper may have been woken for the message this poll took
-        }
         return result;
     }
 

@@ -16,7 +16,6 @@ import java.util.Map;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
@@ -535,23 +534,19 @@ final class CounterFilePool {
         toUnmap.addAll(inUse);
     }
 
-    /**
-     * Unlinks {@code f} and unmaps it, waiting for a system call of ours on it to return (they
-     * take microseconds); after a second it leaves the mapping, and says so.
-     */
+    /** Unlinks {@code f} and unmaps it once a system call of ours on it returned (see {@link CounterFile#closeAfterCalls}). */
     private static void dispose(CounterFile f) {
-        if (f == null) {
-            return;
+        if (f != null) {
+            f.unlink();
+            closeAfterCalls(f);
         }
-        f.unlink();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
-        while (!f.closeUnlessInUse()) {
-            if (System.nanoTime() - deadline > 0) {
-                LOG.log(System.Logger.Level.WARNING, f + " stays mapped in this process: a system call on it has not"
-                        + " returned for a second");
-                return;
-            }
-            Thread.yield();
+    }
+
+    /** {@link CounterFile#closeAfterCalls}, saying so when the file stays mapped. */
+    static void closeAfterCalls(CounterFile f) {
+        if (!f.closeAfterCalls()) {
+            LOG.log(System.Logger.Level.WARNING, f + " stays mapped in this process: a system call on it has not"
+                    + " returned for a second");
         }
     }
 

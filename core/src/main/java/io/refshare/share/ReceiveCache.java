@@ -112,6 +112,8 @@ final class ReceiveCache {
     private final Map<String, Mapping> segments = new HashMap<>();
     /** Mapped segments no open block uses. */
     private int idle;
+    /** Set by {@link #close}: releases after it find their mappings gone. */
+    private boolean closed;
     /** Counts the times a segment became idle: orders them for eviction, least recently used first. */
     private long clock;
     /** Written under the lock; read without it only by {@link #heldCounters}, for a file whose token the reader holds. */
@@ -261,6 +263,9 @@ final class ReceiveCache {
     }
 
     private void dropUser(Mapping m) {
+        if (closed) {
+            return; // a release after the close (the leak detector's, or one that raced it): unmapped already
+        }
         if (--m.users == 0) {
             m.idleSince = ++clock; // no allocation: a segment goes idle and back with every message
             if (++idle > maxIdle) {
@@ -392,12 +397,15 @@ final class ReceiveCache {
      * become unusable. Returns the tokens given back.
      */
     synchronized int close() {
+        closed = true;
         int released = 0;
         for (OpenCounters c : counters.values()) {
             released += leave(c.file, true);
         }
         segments.values().forEach(m -> m.file.close());
-        counters.values().forEach(c -> c.file.close());
+        // a release racing the close may be in its wake-up of the sender's collector, a system
+        // call on the file's mapping (it waits for this lock after it): the unmap waits for it
+        counters.values().forEach(c -> CounterFilePool.closeAfterCalls(c.file));
         segments.clear();
         idle = 0;
         counters.clear();

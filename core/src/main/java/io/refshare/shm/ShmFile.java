@@ -99,6 +99,24 @@ public final class ShmFile implements AutoCloseable {
         }
     }
 
+    /**
+     * {@link #close()} once no thread of this process is inside a system call on the mapping
+     * (they take microseconds: a release's futex wake-up), waiting for that at most a second;
+     * false when one still held it then, and the file stays mapped.
+     *
+     * @throws IllegalStateException when the file was closed before
+     */
+    public boolean closeAfterCalls() {
+        long deadline = System.nanoTime() + 1_000_000_000L;
+        while (!closeUnlessInUse()) {
+            if (System.nanoTime() - deadline > 0) {
+                return false;
+            }
+            Thread.yield();
+        }
+        return true;
+    }
+
     /** False once the file is unmapped in this process. */
     public boolean isMapped() {
         return arena.scope().isAlive();

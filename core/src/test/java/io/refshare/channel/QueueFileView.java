@@ -28,6 +28,10 @@ final class QueueFileView implements AutoCloseable {
         return (int) INT.getVolatile(file.segment(), CONSUMERS_SLEEPING_OFFSET);
     }
 
+    void setConsumersSleeping(int count) {
+        INT.setVolatile(file.segment(), CONSUMERS_SLEEPING_OFFSET, count);
+    }
+
     int producersSleeping() {
         return (int) INT.getVolatile(file.segment(), PRODUCERS_SLEEPING_OFFSET);
     }

@@ -466,6 +466,29 @@ class ShmQueueTest {
         wakesTheSleepingProducer(q -> q.pollAvailable(1, FAILING_RECEIVER, taken -> { }));
     }
 
+    /**
+     * protocol.md 9.4: a consumer that finds a message behind the one it polled wakes a sleeper,
+     * also when its own delivery failed (before, a failed delivery skipped that pass-on, and a
+     * sleeper woken for the failed message slept on). A sleeper is counted in the file here, so
+     * that the pass-on's wake-up shows in the futex word without a thread asleep.
+     */
+    @Test
+    void aDeliveryThatFailsPassesTheWakeUpOnToTheMessageBehindIt() throws Exception {
+        try (ShmQueue q = ShmQueue.create(dir, 4, 32); QueueFileView view = new QueueFileView(dir, q.name())) {
+            assertTrue(q.offer(new byte[] {1}));
+            assertTrue(q.offer(new byte[] {2}));
+            view.setConsumersSleeping(1);
+            try {
+                int wakeUps = view.consumerWakeUps();
+                assertThrows(IllegalArgumentException.class, () -> q.poll(0, SECONDS, FAILING_RECEIVER));
+                assertNotEquals(wakeUps, view.consumerWakeUps(), "a sleeper is woken for the message behind");
+            } finally {
+                view.setConsumersSleeping(0);
+            }
+            assertArrayEquals(new byte[] {2}, q.poll(0, SECONDS));
+        }
+    }
+
     private interface FailingTake {
         void run(ShmQueue q) throws Exception;
     }

@@ -9,8 +9,10 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ReceiveCacheTest {
@@ -103,6 +105,61 @@ class ReceiveCacheTest {
             cache.close();
             sent.unlink();
             sent.close();
+        }
+    }
+
+    /**
+     * A release racing the close of its {@code Refshare} may be inside its wake-up of the
+     * sender's collector, a system call on this cache's mapping of the counter file (a timed
+     * futex wait on that mapping stands in for it here). Before, the unmap threw
+     * IllegalStateException and {@code Sharing.close} stopped halfway, leaving this process's own
+     * files in the directory; now it waits for the call.
+     */
+    @Test
+    void closeWaitsForASystemCallOnACounterFileMapping() throws Exception {
+        ReceiveCache cache = new ReceiveCache(shm.directory());
+        CounterFile sent = CounterFile.create(shm.directory(), 8, 4);
+        try {
+            int slot = sent.handOut();
+            CounterFile received = cache.holdCounters(sent.name());
+            assertTrue(received.claim(slot));
+            CountDownLatch entering = new CountDownLatch(1);
+            Thread inCall = Thread.ofPlatform().start(() -> {
+                entering.countDown();
+                received.awaitRelease(received.releases(), 300_000_000L);
+            });
+            entering.await();
+            Thread.sleep(100); // by now inside the call (were it not yet, the test would pass without testing anything)
+            assertEquals(1, cache.close(), "the token held is given back");
+            inCall.join();
+            assertFalse(received.isMapped());
+        } finally {
+            sent.unlink();
+            sent.close();
+        }
+    }
+
+    /**
+     * Blocks released after the close (by the leak detector's cleaner, or by a close that raced
+     * the context's) find their mappings gone. Before, each made its mapping idle again in the
+     * cleared cache, and past the idle bound the eviction found none: NullPointerException.
+     */
+    @Test
+    void releasesAfterTheCloseAreQuiet() {
+        HostBackend backend = new HostBackend(shm.directory());
+        ReceiveCache cache = new ReceiveCache(shm.directory(), 1);
+        Segment a = backend.create(SEGMENT_BYTES);
+        Segment b = backend.create(SEGMENT_BYTES);
+        try {
+            ReceiveCache.Mapping ma = map(cache, a);
+            ReceiveCache.Mapping mb = map(cache, b);
+            cache.close();
+            cache.unmapSegment(ma);
+            cache.unmapSegment(mb);
+            assertEquals(0, cache.mappedSegments());
+        } finally {
+            backend.free(a);
+            backend.free(b);
         }
     }
 
