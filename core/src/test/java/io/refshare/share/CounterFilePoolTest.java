@@ -279,7 +279,7 @@ class CounterFilePoolTest {
             CounterFile retired = pool.pinFileToSleepOn();
             assertEquals(retired, pool.file(a));
             cancelAndSeeBack(pool, a, b);
-            inSystemCall(retired, pool::unpin);
+            InSystemCall.on(retired, pool::unpin);
             pool.tidy();
             assertFalse(mapped(retired.name()), "unmapped by the housekeeper once the call returned");
             long c = pool.handOut(5);
@@ -302,7 +302,7 @@ class CounterFilePoolTest {
             long b = pool.handOut(5);
             CounterFile removed = pool.file(a);
             cancelAndSeeBack(pool, a, b);
-            inSystemCall(removed, pool::tidy);
+            InSystemCall.on(removed, pool::tidy);
             pool.tidy();
             assertFalse(mapped(removed.name()), "unmapped once the call returned");
         } finally {
@@ -329,19 +329,6 @@ class CounterFilePoolTest {
         assertTrue(file.cancel(CounterFilePool.slot(b), 5));
         assertTrue(pool.isReturned(a, 5));
         assertTrue(pool.isReturned(b, 5));
-    }
-
-    /** Runs {@code unmap} while another thread is inside a 300 ms futex wait on {@code file}'s mapping. */
-    private static void inSystemCall(CounterFile file, Runnable unmap) throws Exception {
-        CountDownLatch entering = new CountDownLatch(1);
-        Thread caller = Thread.ofPlatform().start(() -> {
-            entering.countDown();
-            file.awaitRelease(file.releases(), 300_000_000L);
-        });
-        entering.await();
-        Thread.sleep(100); // by now inside the call (were it not yet, the test would pass without testing anything)
-        unmap.run();
-        caller.join();
     }
 
     /** Whether this process maps a file of this name (the kernel's list, not the arena's state). */

@@ -9,7 +9,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -123,15 +122,7 @@ class ReceiveCacheTest {
             int slot = sent.handOut();
             CounterFile received = cache.holdCounters(sent.name());
             assertTrue(received.claim(slot));
-            CountDownLatch entering = new CountDownLatch(1);
-            Thread inCall = Thread.ofPlatform().start(() -> {
-                entering.countDown();
-                received.awaitRelease(received.releases(), 300_000_000L);
-            });
-            entering.await();
-            Thread.sleep(100); // by now inside the call (were it not yet, the test would pass without testing anything)
-            assertEquals(1, cache.close(), "the token held is given back");
-            inCall.join();
+            InSystemCall.on(received, () -> assertEquals(1, cache.close(), "the token held is given back"));
             assertFalse(received.isMapped());
         } finally {
             sent.unlink();
