@@ -148,8 +148,15 @@ final class ReceiveCache {
      * release took it three times): {@link #holdCounters} of {@code d}'s counter file, the check that
      * its owner is {@code d}'s sender, then {@link #mapSegment} of {@code d}'s segment. On a
      * failure nothing stays held or mapped. The counter file is {@link #heldCounters}.
+     *
+     * @throws IllegalStateException once the cache closed: a receive that raced its context's
+     *         close would otherwise map into the cleared cache and claim a token that its tensor,
+     *         born detached, never gives back
      */
     synchronized Mapping holdAndMap(Descriptor d) {
+        if (closed) {
+            throw new IllegalStateException("refshare context is closed");
+        }
         CounterFile file = hold(d.counterFileName());
         try {
             Sharing.checkSender(file, d);

@@ -3,6 +3,8 @@ package io.refshare.share;
 import io.refshare.counter.CounterFile;
 import io.refshare.memory.HostBackend;
 import io.refshare.memory.Segment;
+import io.refshare.shm.ProcessIdentity;
+import io.refshare.wire.Descriptor;
 import io.refshare.testing.TempShm;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -12,6 +14,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class ReceiveCacheTest {
@@ -151,6 +154,27 @@ class ReceiveCacheTest {
         } finally {
             backend.free(a);
             backend.free(b);
+        }
+    }
+
+    /** A host receive that raced its context's close finds the cache closed: nothing is held or mapped. */
+    @Test
+    void aReceiveAfterTheCloseHoldsAndMapsNothing() {
+        HostBackend backend = new HostBackend(shm.directory());
+        ReceiveCache cache = new ReceiveCache(shm.directory());
+        Segment segment = backend.create(SEGMENT_BYTES);
+        CounterFile sent = CounterFile.create(shm.directory(), 8, 4);
+        try {
+            Descriptor d = Descriptor.host(segment.name(), segment.exportOffset() + segment.size(),
+                    segment.exportOffset(), 64, sent.name(), sent.handOut(), null, ProcessIdentity.current());
+            cache.close();
+            assertThrows(IllegalStateException.class, () -> cache.holdAndMap(d));
+            assertEquals(0, cache.mappedCounterFiles());
+            assertEquals(0, cache.mappedSegments());
+        } finally {
+            sent.unlink();
+            sent.close();
+            backend.free(segment);
         }
     }
 
