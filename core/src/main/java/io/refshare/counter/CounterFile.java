@@ -600,12 +600,9 @@ public final class CounterFile implements AutoCloseable {
         return file.closeUnlessInUse();
     }
 
-    /**
-     * Unmaps this file once no thread of this process is inside a system call on it, waiting at
-     * most a second; false, and still mapped, past that (see {@link ShmFile#closeAfterCalls}).
-     */
-    public boolean closeAfterCalls() {
-        return file.closeAfterCalls();
+    /** Unmaps this file once no thread of this process is inside a system call on it (see {@link ShmFile#closeAfterCalls}). */
+    public void closeAfterCalls() {
+        file.closeAfterCalls();
     }
 
     /** False once this process unmapped the file. */

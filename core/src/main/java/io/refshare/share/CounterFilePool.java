@@ -538,15 +538,7 @@ final class CounterFilePool {
     private static void dispose(CounterFile f) {
         if (f != null) {
             f.unlink();
-            closeAfterCalls(f);
-        }
-    }
-
-    /** {@link CounterFile#closeAfterCalls}, saying so when the file stays mapped. */
-    static void closeAfterCalls(CounterFile f) {
-        if (!f.closeAfterCalls()) {
-            LOG.log(System.Logger.Level.WARNING, f + " stays mapped in this process: a system call on it has not"
-                    + " returned for a second");
+            f.closeAfterCalls();
         }
     }
 
@@ -561,7 +553,7 @@ final class CounterFilePool {
             dispose(f.file);
         }
         for (CounterFile f; (f = toUnmap.poll()) != null; ) {
-            dispose(f); // unlinked already: its unmap waits for a call in progress, as the others'
+            f.closeAfterCalls(); // unlinked when it was removed
         }
         dispose(spare.getAndSet(null));
     }

@@ -412,7 +412,7 @@ final class ReceiveCache {
         segments.values().forEach(m -> m.file.close());
         // a release racing the close may be in its wake-up of the sender's collector, a system
         // call on the file's mapping (it waits for this lock after it): the unmap waits for it
-        counters.values().forEach(c -> CounterFilePool.closeAfterCalls(c.file));
+        counters.values().forEach(c -> c.file.closeAfterCalls());
         segments.clear();
         idle = 0;
         counters.clear();

@@ -16,6 +16,8 @@ import java.nio.file.StandardOpenOption;
  * removes the name; the memory stays valid for every process that still maps it.
  */
 public final class ShmFile implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(ShmFile.class.getName());
+
     private final String name;
     private final Path path;
     private final boolean created;
@@ -102,19 +104,20 @@ public final class ShmFile implements AutoCloseable {
     /**
      * {@link #close()} once no thread of this process is inside a system call on the mapping
      * (they take microseconds: a release's futex wake-up), waiting for that at most a second;
-     * false when one still held it then, and the file stays mapped.
+     * past that the file stays mapped, and a warning says so.
      *
      * @throws IllegalStateException when the file was closed before
      */
-    public boolean closeAfterCalls() {
+    public void closeAfterCalls() {
         long deadline = System.nanoTime() + 1_000_000_000L;
         while (!closeUnlessInUse()) {
             if (System.nanoTime() - deadline > 0) {
-                return false;
+                LOG.log(System.Logger.Level.WARNING, path + " stays mapped in this process: a system call on it has"
+                        + " not returned for a second");
+                return;
             }
             Thread.yield();
         }
-        return true;
     }
 
     /** False once the file is unmapped in this process. */

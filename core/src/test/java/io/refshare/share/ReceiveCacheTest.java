@@ -83,8 +83,7 @@ class ReceiveCacheTest {
         CounterFile sent = CounterFile.create(shm.directory(), 8, 4);
         try {
             int slot = sent.handOut();
-            CounterFile received = cache.holdCounters(sent.name());
-            assertTrue(received.claim(slot));
+            CounterFile received = claimed(cache, sent, slot);
             sent.retire();
             assertEquals(0, cache.leaveIdleRetired(), "a token is held: the file stays");
             cache.releaseToken(received, slot);
@@ -122,9 +121,7 @@ class ReceiveCacheTest {
         ReceiveCache cache = new ReceiveCache(shm.directory());
         CounterFile sent = CounterFile.create(shm.directory(), 8, 4);
         try {
-            int slot = sent.handOut();
-            CounterFile received = cache.holdCounters(sent.name());
-            assertTrue(received.claim(slot));
+            CounterFile received = claimed(cache, sent, sent.handOut());
             InSystemCall.on(received, () -> assertEquals(1, cache.close(), "the token held is given back"));
             assertFalse(received.isMapped());
         } finally {
@@ -176,6 +173,13 @@ class ReceiveCacheTest {
             sent.close();
             backend.free(segment);
         }
+    }
+
+    /** {@code sent}'s token in {@code slot}, held through {@code cache} and claimed: the cache's mapping of the file. */
+    private static CounterFile claimed(ReceiveCache cache, CounterFile sent, int slot) {
+        CounterFile received = cache.holdCounters(sent.name());
+        assertTrue(received.claim(slot));
+        return received;
     }
 
     private static ReceiveCache.Mapping map(ReceiveCache cache, Segment s) {
