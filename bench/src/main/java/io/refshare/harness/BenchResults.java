@@ -8,12 +8,15 @@ import java.util.List;
  *
  * @param loadBefore   /proc/loadavg's 1, 5 and 15 minute load averages when the run started: other
  *                     work on the machine skews every number, so the table says how busy it was
+ * @param stolen       the share of the CPUs' time during the run that the host of a virtual machine
+ *                     gave to others ({@link MachineInfo.CpuTimes}), as "2.4 %", or "unknown"
  * @param reclamations refshare's reclamation latency, per size and consumer hold time
  * @param torch        why torch.multiprocessing was not measured, or null when it was
  * @param python       why the Java<->Python rows were not measured (or what failed), or null when they were
  * @param elapsedNanos wall time of the whole run
  */
-record BenchResults(ZonedDateTime date, MachineInfo machine, String loadBefore, String loadAfter, Settings settings, long producerPid, long consumerPid,
+record BenchResults(ZonedDateTime date, MachineInfo machine, String loadBefore, String loadAfter, String stolen,
+                    Settings settings, long producerPid, long consumerPid,
                     ClockCheck clock, List<SizePlan> plans, List<Measurement> measurements,
                     List<Reclamation> reclamations, String torch, String python,
                     Cleanup cleanup, long elapsedNanos) {

@@ -50,6 +50,7 @@ final class Benchmark {
         long started = System.nanoTime();
         MachineInfo machine = MachineInfo.detect();
         String loadBefore = MachineInfo.loadAverage();
+        MachineInfo.CpuTimes cpuBefore = MachineInfo.CpuTimes.read();
         Set<String> before = ourFiles();
         List<SizePlan> plans = settings.sizes().stream().map(settings::plan).toList();
         ClockCheck clock;
@@ -97,7 +98,8 @@ final class Benchmark {
             pids.add(python.pid());
         }
         List<String> left = leftBehind(before, pids);
-        return new BenchResults(date, machine, loadBefore, MachineInfo.loadAverage(), settings,
+        return new BenchResults(date, machine, loadBefore, MachineInfo.loadAverage(),
+                cpuBefore.stolenUntil(MachineInfo.CpuTimes.read()), settings,
                 ProcessHandle.current().pid(), consumerPid, clock, plans, List.copyOf(measurements),
                 List.copyOf(reclamations), torch, python.skipped(),
                 new BenchResults.Cleanup(consumerExit, python.exit(), limboEmpty, left), System.nanoTime() - started);

@@ -13,8 +13,14 @@ import java.util.List;
  * @param roundTripNanos  per measured round: producer's ack-received time minus its send time
  * @param clockViolations rounds whose consumer timestamp fell outside the producer's
  *                        [send, ack received] window: impossible with one shared clock
+ * @param sharedCpu       how often the two processes' measuring threads were found on one CPU
+ *                        during the rounds ({@link SharedCpu}; sampled for refshare's ping-pongs only)
  */
-record LatencyStats(long[] oneWayNanos, long[] roundTripNanos, int clockViolations) {
+record LatencyStats(long[] oneWayNanos, long[] roundTripNanos, int clockViolations, SharedCpu.Result sharedCpu) {
+
+    LatencyStats(long[] oneWayNanos, long[] roundTripNanos, int clockViolations) {
+        this(oneWayNanos, roundTripNanos, clockViolations, SharedCpu.Result.NONE);
+    }
 
     /** Drops the first {@code warmup} rounds and keeps the rest. */
     static LatencyStats of(long[] sendAt, long[] readAt, long[] ackAt, int warmup) {
@@ -37,14 +43,20 @@ record LatencyStats(long[] oneWayNanos, long[] roundTripNanos, int clockViolatio
         return new LatencyStats(oneWay, roundTrip, violations);
     }
 
-    /** The rounds of {@code parts} one after the other, as if measured in one go. */
+    /** These rounds, with what sampling the two threads' CPUs found during them. */
+    LatencyStats withSharedCpu(SharedCpu.Result result) {
+        return new LatencyStats(oneWayNanos, roundTripNanos, clockViolations, result);
+    }
+
+    /** The rounds of {@code parts} one after the other, as if measured in one go (their CPU samples added up). */
     static LatencyStats concat(List<LatencyStats> parts) {
         if (parts.isEmpty()) {
             throw new IllegalArgumentException("no latencies to join");
         }
         long[] oneWay = parts.stream().flatMapToLong(x -> Arrays.stream(x.oneWayNanos)).toArray();
         long[] roundTrip = parts.stream().flatMapToLong(x -> Arrays.stream(x.roundTripNanos)).toArray();
-        return new LatencyStats(oneWay, roundTrip, parts.stream().mapToInt(LatencyStats::clockViolations).sum());
+        return new LatencyStats(oneWay, roundTrip, parts.stream().mapToInt(LatencyStats::clockViolations).sum(),
+                SharedCpu.Result.sum(parts.stream().map(LatencyStats::sharedCpu).toList()));
     }
 
     int rounds() {

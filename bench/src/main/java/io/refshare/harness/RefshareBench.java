@@ -63,26 +63,39 @@ final class RefshareBench {
         try (ShareQueue ping = rs.createQueue(PING_PONG_CAPACITY, waiting);
              ShareQueue pong = rs.createQueue(PING_PONG_CAPACITY, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
+            Optional<Path> consumer = peer.measuringThread(); // asked first: a peer in a ping-pong answers nothing else
             peer.send(BenchPeer.RS_PINGPONG, ping.name(), pong.name(), Integer.toString(total), mode.name(),
                     waiting.name());
             peer.await(BenchPeer.READY);
-            for (int i = 0; i < total; i++) {
-                if (reused != null) {
-                    sendAt[i] = System.nanoTime();
-                    put(ping, reused);
-                } else {
-                    try (Tensor fresh = filled(size, Payload.tag(mode, i))) {
-                        sendAt[i] = System.nanoTime();
-                        put(ping, fresh);
-                    } // dropped at once, as a producer does: the block waits for the consumer to let go
-                }
-                Tensor ack = take(pong);
-                ackAt[i] = System.nanoTime();
-                ack.close();
+            SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
+            SharedCpu.Result sharedCpu;
+            try {
+                exchange(ping, pong, reused, size, mode, sendAt, ackAt);
+            } finally {
+                sharedCpu = sampling.stop();
             }
             Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
             reply.requireNoneBad("refshare " + mode.label() + " ping-pong");
-            return LatencyStats.of(sendAt, reply.timestamps(), ackAt, warmup);
+            return LatencyStats.of(sendAt, reply.timestamps(), ackAt, warmup).withSharedCpu(sharedCpu);
+        }
+    }
+
+    /** The producer's rounds of a ping-pong: a tensor out on {@code ping}, the acknowledgement back on {@code pong}. */
+    private void exchange(ShareQueue ping, ShareQueue pong, Tensor reused, long size, Mode mode, long[] sendAt,
+                          long[] ackAt) throws IOException, InterruptedException {
+        for (int i = 0; i < sendAt.length; i++) {
+            if (reused != null) {
+                sendAt[i] = System.nanoTime();
+                put(ping, reused);
+            } else {
+                try (Tensor fresh = filled(size, Payload.tag(mode, i))) {
+                    sendAt[i] = System.nanoTime();
+                    put(ping, fresh);
+                } // dropped at once, as a producer does: the block waits for the consumer to let go
+            }
+            Tensor ack = take(pong);
+            ackAt[i] = System.nanoTime();
+            ack.close();
         }
     }
 

@@ -2,8 +2,12 @@ package io.refshare.harness;
 
 
 import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 
 /** The human table and the raw results.json of a run. */
 final class Report {
@@ -19,6 +23,9 @@ final class Report {
         line(s, "machine     %s, %d cores, %s memory; %s; JDK %s", m.cpu(), m.cores(), m.memory(), m.kernel(), m.jdk());
         line(s, "load        %s at the start, %s at the end (1/5/15-minute averages; other work skews every number)",
                 r.loadBefore(), r.loadAfter());
+        line(s, "stolen      %s of the CPUs' time during the run (a virtual machine's host running something else while",
+                r.stolen());
+        line(s, "            its CPUs had work: it stops either process at random moments)");
         line(s, "processes   producer pid %d (this JVM), consumer pid %d (a child JVM: same java, same class path)",
                 r.producerPid(), r.consumerPid());
         ClockCheck c = r.clock();
@@ -113,22 +120,37 @@ final class Report {
         return s.toString();
     }
 
-    /** Per refshare streaming row, how often the two measuring threads were found on one CPU ({@link SharedCpu}). */
+    /**
+     * Per refshare ping-pong and streaming row, how often the two measuring threads were found on
+     * one CPU ({@link SharedCpu}). The batch rows share reuse's ping-pong, listed once.
+     */
     private static void sharedCpuLines(StringBuilder s, BenchResults r) {
-        List<Measurement> sampled = r.measurements().stream().filter(x -> x.throughput().sharedCpu().samples() > 0)
+        List<Measurement> pingPongs = new ArrayList<>();
+        Set<LatencyStats> listed = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (Measurement x : r.measurements()) {
+            if (x.latency().sharedCpu().samples() > 0 && listed.add(x.latency())) {
+                pingPongs.add(x);
+            }
+        }
+        List<Measurement> streams = r.measurements().stream().filter(x -> x.throughput().sharedCpu().samples() > 0)
                 .toList();
-        if (sampled.isEmpty()) {
+        if (pingPongs.isEmpty() && streams.isEmpty()) {
             return;
         }
         s.append('\n');
-        line(s, "one CPU: while each refshare row streamed, how often the producer's and the consumer's measuring");
-        line(s, "  threads were found on one CPU (the CPU each last ran on, every %d ms), and how often both were",
+        line(s, "one CPU: while each refshare ping-pong ran and each refshare row streamed, how often the producer's");
+        line(s, "  and the consumer's measuring threads were found on one CPU (the CPU each last ran on, every %d ms),",
                 SharedCpu.INTERVAL_MILLIS);
-        line(s, "  runnable there, one waiting for the other. On a machine with few CPUs the default strategy's");
-        line(s, "  sleeps can bring the two onto one CPU while the other idles: a high share hints that the row");
-        line(s, "  measured the scheduler's placement too. A coarse view: hiccups shorter than the interval go unseen.");
-        for (Measurement x : sampled) {
-            line(s, "  %-9s %-34s %s", ByteSize.label(x.size()), x.system(), x.throughput().sharedCpu().label());
+        line(s, "  and how often both were runnable there, one waiting for the other. On a machine with few CPUs");
+        line(s, "  the default strategy's sleeps can bring the two onto one CPU while the other idles, and a hand-off");
+        line(s, "  then takes a yield and a switch of threads: a high share hints that the row measured the");
+        line(s, "  scheduler's placement too. A coarse view: hiccups shorter than the interval go unseen.");
+        for (Measurement x : pingPongs) {
+            line(s, "  %-9s %-44s %s", ByteSize.label(x.size()), x.system() + ", ping-pong", x.latency().sharedCpu().label());
+        }
+        for (Measurement x : streams) {
+            line(s, "  %-9s %-44s %s", ByteSize.label(x.size()), x.system() + ", streaming",
+                    x.throughput().sharedCpu().label());
         }
     }
 
@@ -182,8 +204,8 @@ final class Report {
         StringBuilder s = new StringBuilder();
         MachineInfo m = r.machine();
         line(s, "Measured %s on %s, %d cores, %s memory, %s, JDK %s. Load average (1/5/15 min) %s at the start, "
-                        + "%s at the end.", DATE.format(r.date()), m.cpu(), m.cores(), m.memory(), m.kernel(), m.jdk(),
-                r.loadBefore(), r.loadAfter());
+                        + "%s at the end; %s of the CPUs' time stolen by the host.", DATE.format(r.date()), m.cpu(),
+                m.cores(), m.memory(), m.kernel(), m.jdk(), r.loadBefore(), r.loadAfter(), r.stolen());
         s.append('\n');
         line(s, "| size | system | p50 µs | p90 µs | p99 µs | tensors/s | GB/s | p50 vs copy | tput vs copy |");
         line(s, "|---|---|--:|--:|--:|--:|--:|--:|--:|");
@@ -234,6 +256,7 @@ final class Report {
                 .field("memory", m.memory()).field("kernel", m.kernel()).field("jdk", m.jdk()).endObject();
         j.newline().name("load_average").beginObject().field("start", r.loadBefore()).field("end", r.loadAfter())
                 .endObject();
+        j.newline().field("cpu_time_stolen", r.stolen());
         j.newline().name("processes").beginObject().field("producer_pid", r.producerPid())
                 .field("consumer_pid", r.consumerPid()).endObject();
         ClockCheck c = r.clock();
@@ -268,6 +291,9 @@ final class Report {
                     .field("half_round_trip_p50_us", l.halfRoundTripMicros(0.5))
                     .field("half_round_trip_p99_us", l.halfRoundTripMicros(0.99))
                     .field("rounds_outside_round_trip", l.clockViolations())
+                    .field("shared_cpu_samples", l.sharedCpu().samples())
+                    .field("shared_cpu_on_one", l.sharedCpu().onOneCpu())
+                    .field("shared_cpu_both_runnable", l.sharedCpu().bothRunnable())
                     .array("one_way_ns", l.oneWayNanos()).array("round_trip_ns", l.roundTripNanos()).endObject();
             j.name("throughput").beginObject().field("messages", t.messages()).field("bytes", t.bytes())
                     .field("consumer_ns", t.nanos()).field("tensors_per_s", t.tensorsPerSecond())

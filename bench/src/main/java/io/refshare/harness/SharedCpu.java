@@ -9,13 +9,13 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * How often two threads of two processes were found on one CPU while a row streamed: the
- * producer's measuring thread and the consumer's. On a machine with few CPUs the default
+ * How often two threads of two processes were found on one CPU while a row ran (a ping-pong, or a
+ * stream): the producer's measuring thread and the consumer's. On a machine with few CPUs the default
  * strategy's sleeps can bring the two onto one CPU, which halves what they move while the
  * other CPU idles (breakdown.md: "Two processes on one CPU"); a row's rate then says more about
  * the scheduler than about refshare, and this tells the reader which rows it was.
  *
- * <p>A daemon thread reads, every {@value #INTERVAL_MILLIS} ms, the CPU each thread last ran on
+ * <p>A daemon thread reads, at the end of every {@value #INTERVAL_MILLIS} ms, the CPU each thread last ran on
  * (field 39 of {@code /proc/PID/task/TID/stat}) and its state (field 3). A sleeping thread counts
  * with the CPU it slept on, as the kernel will most likely wake it there; two runnable threads on
  * one CPU are the harm itself, one of them waiting for the other. Linux only: elsewhere, or when a thread
@@ -94,7 +94,13 @@ final class SharedCpu {
         int[] counts = new int[3];
         AtomicBoolean running = new AtomicBoolean(true);
         Thread sampler = Thread.ofPlatform().daemon().name("bench-shared-cpu").start(() -> {
-            while (running.get()) {
+            while (true) {
+                // a look at once would see the pair as the command that started the row left it: a
+                // consumer woken by a pipe is put on the CPU of the thread that wrote to it
+                LockSupport.parkNanos(INTERVAL_MILLIS * 1_000_000L);
+                if (!running.get()) {
+                    break;
+                }
                 Look x = look(first);
                 Look y = look(second);
                 if (x != null && y != null) {
@@ -106,7 +112,6 @@ final class SharedCpu {
                         }
                     }
                 }
-                LockSupport.parkNanos(INTERVAL_MILLIS * 1_000_000L);
             }
         });
         return () -> {

@@ -49,6 +49,9 @@ class BenchSmokeTest {
                     assertTrue(l.roundTripNanos()[i] >= l.oneWayNanos()[i], m.system() + ": round trip " + i);
                 }
                 assertEquals(0, l.clockViolations(), m.system());
+                assertTrue(l.sharedCpu().onOneCpu() <= l.sharedCpu().samples()
+                        && (m.system().startsWith(Measurement.REFSHARE) || l.sharedCpu().samples() == 0),
+                        m.system() + ": samples of one CPU in the ping-pong, for refshare's only: " + l.sharedCpu());
                 assertTrue(l.oneWayMicros(0.5) <= l.oneWayMicros(0.9) && l.oneWayMicros(0.9) <= l.oneWayMicros(0.99),
                         m.system() + ": percentiles in order");
                 ThroughputStats t = m.throughput();
@@ -90,6 +93,8 @@ class BenchSmokeTest {
             assertTrue(json.contains("\"reclamation\":[") && json.contains("\"targets\":["), "results.json has "
                     + "reclamation and targets");
             assertTrue(json.contains("\"shared_cpu_samples\":"), "results.json has the samples of one CPU");
+            assertTrue(table.contains("stolen      ") && json.contains("\"cpu_time_stolen\":\"" + r.stolen() + "\""),
+                    "the stolen CPU time is in the table and results.json: " + r.stolen());
             assertEquals(table, Files.readString(out.resolve("table.txt")), "table.txt is the printed table");
             assertTrue(Files.readString(out.resolve("table.md")).contains("| 1 KiB | refshare reuse |"), "table.md");
             String svg = Files.readString(out.resolve("latency.svg"));

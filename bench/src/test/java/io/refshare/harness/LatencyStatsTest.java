@@ -25,6 +25,19 @@ class LatencyStatsTest {
     }
 
     @Test
+    void slicesJoinWithTheirSamplesOfOneCpuAddedUp() {
+        LatencyStats sampled = LatencyStats.of(new long[] {0, 10}, new long[] {5, 13}, new long[] {9, 19}, 1)
+                .withSharedCpu(new SharedCpu.Result(8, 6, 1));
+        LatencyStats unsampled = LatencyStats.of(new long[] {100, 200}, new long[] {150, 210}, new long[] {160, 250}, 1);
+
+        LatencyStats joined = LatencyStats.concat(List.of(sampled, unsampled));
+
+        assertEquals(new SharedCpu.Result(8, 6, 1), joined.sharedCpu());
+        assertEquals("75 % of 8 samples, both runnable in 13 %", joined.sharedCpu().label());
+        assertEquals("not sampled", unsampled.sharedCpu().label());
+    }
+
+    @Test
     void nothingToJoinIsAnError() {
         assertThrows(IllegalArgumentException.class, () -> LatencyStats.concat(List.of()));
     }
