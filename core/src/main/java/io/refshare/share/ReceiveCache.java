@@ -161,8 +161,12 @@ final class ReceiveCache {
         try {
             Sharing.checkSender(file, d);
             return map(d.segmentName(), d.segmentSize(), d.offset());
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | InternalError e) {
             dropToken(file);
+            if (e instanceof InternalError fault) { // compiled code may deliver a fault in map's header check late
+                throw new InvalidDataException("segment " + d.segmentName() + " was truncated while it was being"
+                        + " opened: " + fault, fault);
+            }
             throw e;
         }
     }
@@ -199,8 +203,14 @@ final class ReceiveCache {
                             + expectedSize);
                 }
                 HostBackend.checkHeader(f.segment(), name);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | InternalError e) {
                 f.close();
+                if (e instanceof InternalError fault) {
+                    // the JVM's answer to a fault on the mapping: the file was cut short after it
+                    // was opened and sized, by another process
+                    throw new InvalidDataException("segment " + name + " was truncated while it was being opened: "
+                            + fault, fault);
+                }
                 throw e;
             }
             m = new Mapping(f);

@@ -314,6 +314,32 @@ class DamagedFilesTest {
         }
     }
 
+    /**
+     * A segment cut short after a receiver opened and sized it, before the check of its header:
+     * a RefshareException, never the JVM's fault raw, and no mapping or held counter file left.
+     * The window is microseconds wide, so a child JVM cuts and restores the file on one thread
+     * while it receives with a fresh context (a fresh open) on another, until it has met the
+     * window a few times ({@link TruncatingReceiverMain}).
+     */
+    @Test
+    void aSegmentTruncatedWhileAReceiverOpensItIsARefshareException() throws Exception {
+        try (Refshare producer = Refshare.open(shm.config())) {
+            Tensor t = producer.allocateBytes(BYTES);
+            byte[] message = producer.share(t);
+            t.close();
+            try (ChildJvm receiver = ChildJvm.start(ShareChildMain.class, "TruncatingReceiverMain",
+                    shm.path().toString(), HexFormat.of().formatHex(message), "20", "3")) {
+                String[] done = receiver.expect("DONE").split(" ");
+                assertEquals(0, receiver.waitFor());
+                // attempts, received, refused, refused as truncated while being opened, mappings left
+                assertTrue(Long.parseLong(done[3]) > 0, "the window was met within 20 s: " + String.join(" ", done));
+                assertEquals("0", done[4], "mappings of the segment left in the receiver: " + String.join(" ", done));
+            }
+            // the message was left for another receiver whenever a receive failed
+        }
+        sweepDeadProcessesFiles();
+    }
+
     private static String counterFileOf(byte[] message) {
         return DescriptorCodec.decode(message).counterFileName();
     }

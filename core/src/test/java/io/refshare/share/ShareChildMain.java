@@ -19,6 +19,7 @@ public final class ShareChildMain {
         switch (args[0]) {
             case "ConsumerMain" -> ConsumerMain.run(rest);
             case "ProducerMain" -> ProducerMain.run(rest);
+            case "TruncatingReceiverMain" -> TruncatingReceiverMain.run(rest);
             default -> throw new IllegalArgumentException("no child role " + args[0]);
         }
     }
