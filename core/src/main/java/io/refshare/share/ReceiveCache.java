@@ -128,9 +128,30 @@ final class ReceiveCache {
         this.maxIdle = maxIdle;
     }
 
-    /** The counter file of this name, mapped once, counting one more token held from it. */
+    /**
+     * The counter file of this name, mapped once, counting one more token held from it. For a
+     * cancel, which may come after the close (a queue closed after its context returns the
+     * messages it still holds).
+     */
     synchronized CounterFile holdCounters(String name) {
         return hold(name);
+    }
+
+    /**
+     * {@link #holdCounters} for a device block's receive, refused once the cache closed, as
+     * {@link #holdAndMap} is for a host block's.
+     *
+     * @throws IllegalStateException once the cache closed
+     */
+    synchronized CounterFile holdCountersToReceive(String name) {
+        requireOpen();
+        return hold(name);
+    }
+
+    private void requireOpen() {
+        if (closed) {
+            throw new IllegalStateException("refshare context is closed");
+        }
     }
 
     private CounterFile hold(String name) {
@@ -154,9 +175,7 @@ final class ReceiveCache {
      *         born detached, never gives back
      */
     synchronized Mapping holdAndMap(Descriptor d) {
-        if (closed) {
-            throw new IllegalStateException("refshare context is closed");
-        }
+        requireOpen();
         CounterFile file = hold(d.counterFileName());
         try {
             Sharing.checkSender(file, d);

@@ -331,6 +331,8 @@ public final class Sharing implements AutoCloseable {
      * @throws InvalidDataException when the descriptor does not match the sender's files
      * @throws RefshareException when the message was already received or returned, a device block's
      *         sender is dead, or a file is unusable
+     * @throws IllegalStateException when this context is closed, also by a close that raced this
+     *         receive: nothing was taken
      */
     public ReceivedBlock receive(Descriptor d) {
         return receive(d, d.slot());
@@ -355,7 +357,7 @@ public final class Sharing implements AutoCloseable {
             mapping = receiveCache.holdAndMap(d);
             counters = receiveCache.heldCounters(d.counterFileName());
         } else {
-            counters = receiveCache.holdCounters(d.counterFileName());
+            counters = receiveCache.holdCountersToReceive(d.counterFileName());
         }
         boolean claimed = false;
         try {

@@ -154,7 +154,7 @@ class ReceiveCacheTest {
         }
     }
 
-    /** A host receive that raced its context's close finds the cache closed: nothing is held or mapped. */
+    /** A receive (of a host or a device block) that raced its context's close finds the cache closed: nothing is held or mapped. */
     @Test
     void aReceiveAfterTheCloseHoldsAndMapsNothing() {
         HostBackend backend = new HostBackend(shm.directory());
@@ -166,6 +166,7 @@ class ReceiveCacheTest {
                     segment.exportOffset(), 64, sent.name(), sent.handOut(), null, ProcessIdentity.current());
             cache.close();
             assertThrows(IllegalStateException.class, () -> cache.holdAndMap(d));
+            assertThrows(IllegalStateException.class, () -> cache.holdCountersToReceive(sent.name()), "a device receive");
             assertEquals(0, cache.mappedCounterFiles());
             assertEquals(0, cache.mappedSegments());
         } finally {
