@@ -26,7 +26,7 @@ final class SentBlock {
 
     SentBlock(Storage storage) {
         this.storage = storage;
-        this.segmentName = storage.sharing.asciiName(storage.segmentName());
+        this.segmentName = storage.sharing.sentName(storage.segmentName());
         this.tag = RangeTag.of(storage.segmentOffset(), storage.byteSize(), segmentName);
     }
 

@@ -19,7 +19,6 @@ import io.refshare.wire.DescriptorCodec;
 import io.refshare.wire.HostEncoder;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
@@ -58,8 +57,9 @@ public final class Sharing implements AutoCloseable {
     private final Thread housekeeper;
     /** Range tags of blocks received lately, by segment name, offset and length (see {@link #rangeTag}). */
     private final KnownTag[] knownTags = new KnownTag[64];
-    /** The segment name encoded last, with its bytes: see {@link #asciiName}. */
-    private NameBytes lastName;
+    /** The segment names encoded last for a sent block and for a received one: see {@link AsciiNames}. */
+    private final AsciiNames sentNames = new AsciiNames();
+    private final AsciiNames receivedNames = new AsciiNames();
     private final LongAdder received = new LongAdder();
     private final LongAdder reclaimed = new LongAdder();
     private final Set<Runnable> housekeeping = ConcurrentHashMap.newKeySet();
@@ -426,7 +426,7 @@ public final class Sharing implements AutoCloseable {
         if (known != null && known.segment == segment && known.offset == d.offset() && known.length == d.length()) {
             return known.tag;
         }
-        int tag = RangeTag.of(d.offset(), d.length(), asciiName(segment));
+        int tag = RangeTag.of(d.offset(), d.length(), receivedNames.of(segment));
         // a whole immutable entry: racing readers see it whole or not
         knownTags[i] = new KnownTag(segment, d.offset(), d.length(), tag);
         return tag;
@@ -435,27 +435,9 @@ public final class Sharing implements AutoCloseable {
     private record KnownTag(String segment, long offset, long length, int tag) {
     }
 
-    /**
-     * The bytes of a segment name as messages carry it and range tags hash it (ASCII), for a
-     * fresh block's sent-block record and its receiver's tag. A stream of fresh blocks is block
-     * after block of one segment, so the name encoded last is remembered, by identity (a segment
-     * hands out one name object, and so does a receiver's decode memo), instead of encoded for
-     * every block (a fresh 1 KiB tensor's put and take allocated about 700 bytes with that, 570
-     * without, in {@code QueueBenchmark.freshPutTakeReadClose}). Read and written without a
-     * lock: the entry is immutable, and a racing miss only encodes again. The bytes are shared
-     * and never written.
-     */
-    byte[] asciiName(String segment) {
-        NameBytes last = lastName;
-        if (last != null && last.name == segment) {
-            return last.ascii;
-        }
-        byte[] ascii = segment.getBytes(StandardCharsets.US_ASCII);
-        lastName = new NameBytes(segment, ascii);
-        return ascii;
-    }
-
-    private record NameBytes(String name, byte[] ascii) {
+    /** The bytes of a segment name of a block this process sends, as {@link AsciiNames#of} gives them. */
+    byte[] sentName(String segment) {
+        return sentNames.of(segment);
     }
 
     /**
