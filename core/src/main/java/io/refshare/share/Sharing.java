@@ -30,9 +30,9 @@ import java.util.function.Function;
  * keeps dropped-but-still-used blocks in the {@link Limbo}, and turns descriptors from
  * other processes into {@link ReceivedBlock}s.
  *
- * <p>The limbo is collected when the allocator finds no free block (before it grows),
- * whenever a shared block is dropped, on {@link #collect()}, and by the background
- * {@link Collector}, which a consumer's release wakes: an idle producer gets its memory
+ * <p>The limbo is collected when the allocator finds no free block (before it grows), on
+ * {@link #collect()}, and by the background {@link Collector}, which a consumer's release
+ * wakes (a dropped block's own tokens are looked at when it is dropped, protocol.md 12.4): an idle producer gets its memory
  * back as soon as its consumers let go, and the references of consumers that died are
  * reclaimed within a fraction of a second.
  *
