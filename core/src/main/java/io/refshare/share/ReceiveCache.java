@@ -183,8 +183,7 @@ final class ReceiveCache {
         } catch (RuntimeException | InternalError e) {
             dropToken(file);
             if (e instanceof InternalError fault) { // compiled code may deliver a fault in map's header check late
-                throw new InvalidDataException("segment " + d.segmentName() + " was truncated while it was being"
-                        + " opened: " + fault, fault);
+                throw truncatedWhileOpened(d.segmentName(), fault);
             }
             throw e;
         }
@@ -225,10 +224,7 @@ final class ReceiveCache {
             } catch (RuntimeException | InternalError e) {
                 f.close();
                 if (e instanceof InternalError fault) {
-                    // the JVM's answer to a fault on the mapping: the file was cut short after it
-                    // was opened and sized, by another process
-                    throw new InvalidDataException("segment " + name + " was truncated while it was being opened: "
-                            + fault, fault);
+                    throw truncatedWhileOpened(name, fault);
                 }
                 throw e;
             }
@@ -242,6 +238,15 @@ final class ReceiveCache {
             idle--;
         }
         return m;
+    }
+
+    /**
+     * The JVM's answer to a fault on a segment's fresh mapping, as a caller sees it: another
+     * process cut the file short after it was opened and sized.
+     */
+    private static InvalidDataException truncatedWhileOpened(String segment, InternalError fault) {
+        return new InvalidDataException("segment " + segment + " was truncated while it was being opened: " + fault,
+                fault);
     }
 
     /**

@@ -32,9 +32,9 @@ import java.util.function.Function;
  *
  * <p>The limbo is collected when the allocator finds no free block (before it grows), on
  * {@link #collect()}, and by the background {@link Collector}, which a consumer's release
- * wakes (a dropped block's own tokens are looked at when it is dropped, protocol.md 12.4): an idle producer gets its memory
- * back as soon as its consumers let go, and the references of consumers that died are
- * reclaimed within a fraction of a second.
+ * wakes (a dropped block's own tokens are looked at when it is dropped, protocol.md 12.4):
+ * an idle producer gets its memory back as soon as its consumers let go, and the references
+ * of consumers that died are reclaimed within a fraction of a second.
  *
  * <p>Device memory (CUDA) goes through a {@link DeviceSharing}, created on first use by the
  * factory given at construction, so a process that never touches the device never loads a
