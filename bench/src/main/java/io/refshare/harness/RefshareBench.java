@@ -63,20 +63,11 @@ final class RefshareBench {
         try (ShareQueue ping = rs.createQueue(PING_PONG_CAPACITY, waiting);
              ShareQueue pong = rs.createQueue(PING_PONG_CAPACITY, waiting);
              Tensor reused = mode == Mode.REUSE ? filled(size, Payload.tag(mode, 0)) : null) {
-            Optional<Path> consumer = peer.measuringThread(); // asked first: a peer in a ping-pong answers nothing else
-            peer.send(BenchPeer.RS_PINGPONG, ping.name(), pong.name(), Integer.toString(total), mode.name(),
+            Sampled done = sampled(() -> exchange(ping, pong, reused, size, mode, sendAt, ackAt),
+                    BenchPeer.RS_PINGPONG, ping.name(), pong.name(), Integer.toString(total), mode.name(),
                     waiting.name());
-            peer.await(BenchPeer.READY);
-            SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
-            SharedCpu.Result sharedCpu;
-            try {
-                exchange(ping, pong, reused, size, mode, sendAt, ackAt);
-            } finally {
-                sharedCpu = sampling.stop();
-            }
-            Reply reply = Reply.parse(peer.await(BenchPeer.RESULT));
-            reply.requireNoneBad("refshare " + mode.label() + " ping-pong");
-            return LatencyStats.of(sendAt, reply.timestamps(), ackAt, warmup).withSharedCpu(sharedCpu);
+            done.reply().requireNoneBad("refshare " + mode.label() + " ping-pong");
+            return LatencyStats.of(sendAt, done.reply().timestamps(), ackAt, warmup).withSharedCpu(done.sharedCpu());
         }
     }
 
@@ -119,26 +110,35 @@ final class RefshareBench {
         }
     }
 
-    /**
-     * Starts the consumer with {@code command}, runs {@code producing}, and returns what the consumer
-     * timed, with how often the two measuring threads were found on one CPU meanwhile.
-     */
+    /** Starts the consumer with {@code command}, runs {@code producing}, and returns what the consumer timed. */
     private ThroughputStats timedStream(String what, long size, int messages, int window, PeerWork producing,
                                         String... command) throws IOException, InterruptedException {
-        Optional<Path> consumer = peer.measuringThread(); // asked first: a consuming peer answers nothing else
+        Sampled done = sampled(producing, command);
+        done.reply().requireNoneBad(what + " streaming");
+        return new ThroughputStats(messages, messages * size, done.reply().elapsedNanos(), window + " messages",
+                done.sharedCpu());
+    }
+
+    /** The consumer's answer to a command, and how often the two measuring threads shared a CPU while it ran. */
+    private record Sampled(Reply reply, SharedCpu.Result sharedCpu) {
+    }
+
+    /**
+     * Starts the consumer with {@code command} and runs {@code producing}, sampling meanwhile how
+     * often this thread and the consumer's measuring thread are on one CPU ({@link SharedCpu}).
+     */
+    private Sampled sampled(PeerWork producing, String... command) throws IOException, InterruptedException {
+        Optional<Path> consumer = peer.measuringThread(); // asked first: a peer at work answers nothing else
         peer.send(command);
         peer.await(BenchPeer.READY);
         SharedCpu.Sampling sampling = SharedCpu.start(SharedCpu.currentThread(), consumer);
         SharedCpu.Result sharedCpu;
-        Reply reply;
         try {
             producing.run();
-            reply = Reply.parse(peer.await(BenchPeer.RESULT));
         } finally {
             sharedCpu = sampling.stop();
         }
-        reply.requireNoneBad(what + " streaming");
-        return new ThroughputStats(messages, messages * size, reply.elapsedNanos(), window + " messages", sharedCpu);
+        return new Sampled(Reply.parse(peer.await(BenchPeer.RESULT)), sharedCpu);
     }
 
     /**
