@@ -183,7 +183,7 @@ final class ReceiveCache {
         } catch (RuntimeException | InternalError e) {
             dropToken(file);
             if (e instanceof InternalError fault) { // compiled code may deliver a fault in map's header check late
-                throw truncatedWhileOpened(d.segmentName(), fault);
+                throw ShmFile.truncatedWhileOpened("segment " + d.segmentName(), fault);
             }
             throw e;
         }
@@ -214,20 +214,14 @@ final class ReceiveCache {
         }
         Mapping m = segments.get(name);
         if (m == null) {
-            ShmFile f = directory.open(name, ShmKind.SEGMENT, expectedSize);
-            try {
-                if (f.size() != expectedSize) {
-                    throw new InvalidDataException("segment " + name + " is " + f.size() + " bytes, the descriptor says "
-                            + expectedSize);
+            ShmFile f = directory.open(name, ShmKind.SEGMENT, expectedSize).checkOrClose(opened -> {
+                if (opened.size() != expectedSize) {
+                    throw new InvalidDataException("segment " + name + " is " + opened.size() + " bytes, the descriptor"
+                            + " says " + expectedSize);
                 }
-                HostBackend.checkHeader(f.segment(), name);
-            } catch (RuntimeException | InternalError e) {
-                f.close();
-                if (e instanceof InternalError fault) {
-                    throw truncatedWhileOpened(name, fault);
-                }
-                throw e;
-            }
+                HostBackend.checkHeader(opened.segment(), name);
+                return opened;
+            });
             m = new Mapping(f);
             segments.put(name, m);
         } else if (m.file.size() != expectedSize) {
@@ -238,15 +232,6 @@ final class ReceiveCache {
             idle--;
         }
         return m;
-    }
-
-    /**
-     * The JVM's answer to a fault on a segment's fresh mapping, as a caller sees it: another
-     * process cut the file short after it was opened and sized.
-     */
-    private static InvalidDataException truncatedWhileOpened(String segment, InternalError fault) {
-        return new InvalidDataException("segment " + segment + " was truncated while it was being opened: " + fault,
-                fault);
     }
 
     /**

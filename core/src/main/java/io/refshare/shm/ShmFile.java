@@ -1,5 +1,6 @@
 package io.refshare.shm;
 
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
 
 import java.io.IOException;
@@ -8,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.function.Function;
 
 /**
  * One refshare file mapped into this process. The mapping lives in a shared arena, so any
@@ -99,6 +101,31 @@ public final class ShmFile implements AutoCloseable {
             }
             return false;
         }
+    }
+
+    /**
+     * Runs {@code check} on this fresh mapping (its header, mostly) and returns what it returns;
+     * when the check fails, unmaps the file first. A fault on the mapping is answered as
+     * {@link #truncatedWhileOpened}.
+     */
+    public <T> T checkOrClose(Function<ShmFile, T> check) {
+        try {
+            return check.apply(this);
+        } catch (RuntimeException | InternalError e) {
+            close();
+            if (e instanceof InternalError fault) {
+                throw truncatedWhileOpened(path, fault);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * The JVM's answer to a fault on a file's fresh mapping (an {@link InternalError}), as a caller
+     * sees it: another process cut the file short after it was opened and sized.
+     */
+    public static InvalidDataException truncatedWhileOpened(Object file, InternalError fault) {
+        return new InvalidDataException(file + " was truncated while it was being opened: " + fault, fault);
     }
 
     /**
