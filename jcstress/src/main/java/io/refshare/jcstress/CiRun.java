@@ -20,10 +20,15 @@ import java.util.regex.Pattern;
  * exec execution); exits non-zero on any problem.
  *
  * <pre>
- *   java -cp jcstress.jar io.refshare.jcstress.CiRun JAR MODE REGEX RESULTS_DIR TIMEOUT_SECONDS ["more jcstress options"]
+ *   java -cp jcstress.jar io.refshare.jcstress.CiRun JAR MODE REGEX RESULTS_DIR TIMEOUT_SECONDS JVM_ARGS ["more jcstress options"]
  * </pre>
+ *
+ * {@code JVM_ARGS} is the one JVM configuration every test runs in, as one space-separated
+ * option line, or {@value #AUTO} for jcstress's own set (the interpreter, C1, C2, and C2 with
+ * its compiler stress flags: four JVMs a test instead of one).
  */
 public final class CiRun {
+    static final String AUTO = "auto";
     private static final Pattern SUMMARY = Pattern.compile(
             "\\(Results: (\\d+) planned; (\\d+) passed, (\\d+) failed, (\\d+) soft errs, (\\d+) hard errs\\)");
 
@@ -31,17 +36,22 @@ public final class CiRun {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 5) {
-            fail("usage: CiRun JAR MODE REGEX RESULTS_DIR TIMEOUT_SECONDS [\"more jcstress options\"]");
+        if (args.length < 6) {
+            fail("usage: CiRun JAR MODE REGEX RESULTS_DIR TIMEOUT_SECONDS JVM_ARGS [\"more jcstress options\"]");
         }
         String jar = args[0];
         String mode = args[1];
         String regex = args[2];
         Path results = Path.of(args[3]);
         long timeoutSeconds = Long.parseLong(args[4]);
+        String jvmArgs = args[5].trim();
         // further jcstress options, as one space-separated argument (Maven passes it so)
         List<String> extra = new ArrayList<>();
-        for (int i = 5; i < args.length; i++) {
+        if (!jvmArgs.equals(AUTO)) {
+            extra.add("-jvmArgs");
+            extra.add(jvmArgs); // one argument: jcstress splits the line itself
+        }
+        for (int i = 6; i < args.length; i++) {
             for (String option : args[i].trim().split("\\s+")) {
                 if (!option.isEmpty()) {
                     extra.add(option);
@@ -60,7 +70,8 @@ public final class CiRun {
         if (tests.isEmpty()) {
             fail("no jcstress test matches '" + regex + "': nothing would be tested");
         }
-        System.out.println("jcstress: " + tests.size() + " tests in mode " + mode + ": " + tests);
+        System.out.println("jcstress: " + tests.size() + " tests in mode " + mode + ", JVM "
+                + (jvmArgs.equals(AUTO) ? "configurations chosen by jcstress" : "[" + jvmArgs + "]") + ": " + tests);
 
         List<String> cmd = new ArrayList<>(List.of("-jar", jar, "-m", mode, "-t", regex, "-r", results.toString()));
         cmd.addAll(extra);
