@@ -508,15 +508,14 @@ final class CounterFilePool {
         if (!spareWanted) {
             return;
         }
-        try {
-            if (!closed && spare.get() == null) {
-                spare.set(CounterFile.create(directory, slotsPerFile, peersPerFile));
-                if (closed) { // close() may have looked for a spare before it was set
-                    dispose(spare.getAndSet(null));
-                }
+        // cleared before the spare exists: a hand-out that takes this spare and reaches its middle
+        // before we return must find the flag down, or its request for the next spare is lost
+        spareWanted = false;
+        if (!closed && spare.get() == null) {
+            spare.set(CounterFile.create(directory, slotsPerFile, peersPerFile));
+            if (closed) { // close() may have looked for a spare before it was set
+                dispose(spare.getAndSet(null));
             }
-        } finally {
-            spareWanted = false;
         }
     }
 
