@@ -53,7 +53,7 @@ import java.util.function.Function;
  * streaming producer's every hand-out, and each time it lost, the producer's unlock had to wake
  * it, a futex call on the send path.
  */
-final class CounterFilePool {
+final class CounterFilePool implements TokenList.TokenCheck {
     private static final System.Logger LOG = System.getLogger(CounterFilePool.class.getName());
 
     /** A counter file of ours and what we know of it without trusting its contents. */
@@ -115,6 +115,8 @@ final class CounterFilePool {
     private final AtomicReference<CounterFile> spare = new AtomicReference<>();
     /** A hand-out reached the middle of the current file with no spare ready; {@link #tidy} clears it. */
     private volatile boolean spareWanted;
+    /** A retired file's last token was counted back: {@link #removeFinished} has a file to remove. */
+    private volatile boolean finished;
     /** Removed files (unlinked, every token back) that {@link #tidy} unmaps. */
     private final Queue<CounterFile> toUnmap = new ConcurrentLinkedQueue<>();
     /** Asks for {@link #tidy} to run soon (unparks the housekeeper); cheap, called under the lock. */
@@ -166,6 +168,11 @@ final class CounterFilePool {
                 }
             }
             handedOut -= handed;
+            try {
+                removeFinished(); // a cancelled token may have been a retired file's last
+            } catch (RuntimeException | Error removal) {
+                e.addSuppressed(removal);
+            }
             throw e;
         }
     }
@@ -286,11 +293,13 @@ final class CounterFilePool {
 
     /**
      * Whether a token of ours came back (released, returned or reclaimed); a true answer is
-     * given once per token and does its bookkeeping (a retired file whose last token came
-     * back is removed). Never true for a token of a quarantined file, nor for one of a file
-     * found damaged by this very check.
+     * given once per token and counts it. Never true for a token of a quarantined file, nor
+     * for one of a file found damaged by this very check. The count is the last thing it does:
+     * when it throws, the token was not counted (see {@link TokenList}). A retired file whose
+     * last token this was is removed by the next {@link #removeFinished}.
      */
-    boolean isReturned(long token, int tag) {
+    @Override
+    public boolean isReturned(long token, int tag) {
         OwnFile f = own(token);
         if (f == null) {
             return true; // the pool was closed; the file is gone already
@@ -313,9 +322,25 @@ final class CounterFilePool {
         return back;
     }
 
+    /** Counts a token of {@code f} seen back; throws nothing. */
     private void returned(OwnFile f) {
         if (f.returned.incrementAndGet(OwnFile.RETURNED) == f.finalCount) {
-            removeIfDone(f); // the last token of a file that hands out no more
+            finished = true; // the last token of a file that hands out no more
+        }
+    }
+
+    /**
+     * Removes the retired files whose every token came back (unlinks them; the housekeeper
+     * unmaps them). Called after a {@link #isReturned} pass, by the thread that made it.
+     */
+    void removeFinished() {
+        if (finished) {
+            finished = false;
+            for (OwnFile f : byId) {
+                if (f != null) {
+                    removeIfDone(f);
+                }
+            }
         }
     }
 

@@ -2,8 +2,6 @@ package io.refshare.share;
 
 import io.refshare.counter.RangeTag;
 
-import java.util.Arrays;
-
 /**
  * The sender's record of a shared storage: the tokens it handed out for it (as
  * {@link CounterFilePool} numbers them), all bound to the storage's one range tag. While
@@ -14,14 +12,12 @@ import java.util.Arrays;
  * keeps only its live tokens here, in an array that stops growing: recording a token
  * allocates nothing in steady state.
  */
-final class SentBlock {
+final class SentBlock extends TokenList {
     private final Storage storage;
     /** The range tag every token of this storage was handed out for. */
     private final int tag;
     /** The segment's name as a message carries it (ASCII), written into every message. */
     private final byte[] segmentName;
-    private long[] tokens = new long[2];
-    private int size;
     private int pruneAt = 64;
 
     SentBlock(Storage storage) {
@@ -43,27 +39,20 @@ final class SentBlock {
     }
 
     synchronized void add(long token) {
-        if (size == tokens.length) {
-            tokens = Arrays.copyOf(tokens, 2 * size);
-        }
-        tokens[size++] = token;
+        append(token);
         pruneWhenDue();
     }
 
     /** {@link #add} of {@code count} tokens, {@code from[at..at + count)}, under one taking of the lock. */
     synchronized void addAll(long[] from, int at, int count) {
-        if (size + count > tokens.length) {
-            tokens = Arrays.copyOf(tokens, Math.max(2 * tokens.length, size + count));
-        }
-        System.arraycopy(from, at, tokens, size, count);
-        size += count;
+        appendAll(from, at, count);
         pruneWhenDue();
     }
 
     private void pruneWhenDue() {
-        if (size >= pruneAt) {
+        if (size() >= pruneAt) {
             prune();
-            pruneAt = Math.max(64, 2 * size);
+            pruneAt = Math.max(64, 2 * size());
         }
     }
 
@@ -74,13 +63,8 @@ final class SentBlock {
      */
     synchronized int prune() {
         CounterFilePool files = storage.sharing.counterFiles();
-        int live = 0;
-        for (int i = 0; i < size; i++) {
-            if (!files.isReturned(tokens[i], tag)) {
-                tokens[live++] = tokens[i];
-            }
-        }
-        size = live;
+        int live = keepLive(files, tag);
+        files.removeFinished();
         return live;
     }
 
