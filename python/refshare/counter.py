@@ -69,7 +69,7 @@ class CounterFile:
             if f.size != file_length(slots, peers):
                 raise InvalidDataError("%s is %d bytes but its header describes %d (truncated or corrupt)"
                                        % (f.path, f.size, file_length(slots, peers)))
-            return cls(f, slots, peers, shm.ProcessIdentity(f.load64(16), f.load64(24)))
+            return cls(f, slots, peers, shm.ProcessIdentity(f.head(16, 8, signed=True), f.head(24, 8, signed=True)))
         except BaseException:
             f.close()
             raise

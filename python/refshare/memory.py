@@ -50,7 +50,7 @@ class Segment:
         try:
             if f.size != size:
                 raise InvalidDataError("segment %s is %d bytes, the descriptor says %d" % (name, f.size, size))
-            if f.load64(0) & 0xFFFFFFFFFFFFFFFF != MAGIC or int.from_bytes(f.read(8, 4), "little") != VERSION:
+            if f.head(0, 8) != MAGIC or f.head(8, 4) != VERSION:
                 raise InvalidDataError("segment %s is not a refshare host segment of version %d" % (name, VERSION))
         except BaseException:
             f.close()

@@ -139,12 +139,14 @@ os.register_at_fork(after_in_child=_after_fork)
 class MappedFile:
     """One refshare file mapped whole; word accessors go through the native atomics."""
 
-    def __init__(self, name, path, size, mm, created, writable=True):
+    def __init__(self, name, path, size, mm, created, writable=True, header=None):
         self.name = name
         self.path = path
         self.size = size
         self.created = created
         self._mm = mm
+        # of a file opened from outside: its first bytes, read before it was mapped (see head)
+        self._header = header
         # an export of the mapping: gives its address, and arrays sliced from it keep it mapped;
         # read-only exactly when the mapping is
         self._view = np.frombuffer(mm, dtype=np.uint8)
@@ -183,21 +185,32 @@ class MappedFile:
     def fetch_add32(self, off, d):
         return native.fetch_add32(self.addr + off, d)
 
+    def head(self, off, n, signed=False):
+        """The little-endian integer of ``n`` bytes at ``off`` in the file's header. For a file
+        opened from outside it comes from the bytes read (``pread``) before the file was mapped:
+        a file another process cut short meanwhile then fails its checks with an error, where a
+        read through the mapping would end this process with SIGBUS."""
+        raw = self._header[off:off + n] if self._header is not None else self.read(off, n)
+        if len(raw) != n:
+            raise InvalidDataError("%s: header field at %d is past the %d header bytes read"
+                                   % (self.path, off, len(self._header)))
+        return int.from_bytes(raw, "little", signed=signed)
+
     def check_layout(self, magic, version, what, offsets):
         """Checks the common header of a file of one layout (section 4): its magic, its layout
         version and a possible owner; returns the little-endian 32-bit fields at ``offsets``
         (header length and geometry) for the layout's own checks."""
-        found = self.load64(0) & 0xFFFFFFFFFFFFFFFF
+        found = self.head(0, 8)
         if found != magic:
             raise InvalidDataError("%s is not a refshare %s (magic 0x%x)" % (self.path, what, found))
-        found = int.from_bytes(self.read(8, 4), "little")
+        found = self.head(8, 4)
         if found != version:
             raise InvalidDataError("%s has %s layout version %d; this refshare reads version %d"
                                    % (self.path, what, found, version))
-        pid, start = self.load64(16), self.load64(24)
+        pid, start = self.head(16, 8, signed=True), self.head(24, 8, signed=True)
         if pid <= 0 or pid > (1 << 22) - 1 or start < 0:
             raise InvalidDataError("%s names an impossible owner pid %d" % (self.path, pid))
-        return [int.from_bytes(self.read(o, 4), "little") for o in offsets]
+        return [self.head(o, 4) for o in offsets]
 
     def read(self, off, n):
         return bytes(self._mm[off:off + n])
@@ -335,14 +348,20 @@ class ShmDirectory:
             self.check_owner(path, st)
             if st.st_size < min_size:
                 raise InvalidDataError("%s is truncated: %d bytes, at least %d expected" % (path, st.st_size, min_size))
+            header = os.pread(fd, min_size, 0)  # checked from these bytes, not through the mapping (see head)
+            if len(header) < min_size:
+                raise InvalidDataError("%s was truncated while it was being opened: %d of its %d header bytes left"
+                                       % (path, len(header), min_size))
             prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
             try:
                 mm = mmap.mmap(fd, st.st_size, mmap.MAP_SHARED, prot)
+            except ValueError as e:  # Python's mmap checks the size again: cut since the fstat
+                raise InvalidDataError("%s was truncated while it was being opened: %s" % (path, e)) from e
             except OSError as e:
                 raise RefshareError("cannot map %s: %s" % (path, e.strerror)) from e
         finally:
             os.close(fd)
-        return MappedFile(name, path, st.st_size, mm, created=False, writable=writable)
+        return MappedFile(name, path, st.st_size, mm, created=False, writable=writable, header=header)
 
     def check_owner(self, path, st):
         if not self.owned_by_us(st.st_uid, st.st_gid):

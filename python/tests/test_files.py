@@ -294,3 +294,51 @@ def test_a_failing_or_troubled_sweep_never_fails_open(shmdir, monkeypatch):
     monkeypatch.setattr(janitor, "sweep", lambda directory, dry_run=False: 1 // 0)
     with refshare.open(directory=shmdir) as rs:
         rs.allocate("uint8", (4,)).close()
+
+
+_CUT_WHILE_OPENING = r"""
+import os, sys
+from refshare import counter, memory, shm
+from refshare.errors import InvalidDataError
+
+d = shm.ShmDirectory(sys.argv[1])
+for step in ("fstat", "pread"):  # the file is cut right after the open's call of this
+    made = {"seg": memory.Segment.create(d, 4096), "cnt": counter.CounterFile.create(d, 64, 4)}
+    real = getattr(os, step)
+    for kind, f in made.items():
+        def then_cut(*args, path=f.file.path):
+            answer = real(*args)
+            os.truncate(path, 0)  # another process cuts the file after it was sized
+            return answer
+        setattr(os, step, then_cut)
+        try:
+            if kind == "seg":
+                memory.Segment.open(d, f.name, f.size)
+            else:
+                counter.CounterFile.open(d, f.name)
+            print(step, kind, "opened")
+        except InvalidDataError as e:
+            print(step, kind, "refused:", e)
+        finally:
+            setattr(os, step, real)
+        f.file.unlink()
+        f.file.close()
+d.release_life_lock()
+"""
+
+
+def test_a_file_cut_short_while_it_is_opened_is_refused(shmdir):
+    """Cut after the open's fstat, or after its read of the header: the open fails with an
+    InvalidDataError that says so. Before 2026-11-27 the header was checked through the mapping,
+    and Python's mmap, which checks the size itself, raised a raw ValueError ('mmap length is
+    greater than file size'); a cut just after the mapping ended the interpreter with SIGBUS.
+    Runs in a child interpreter for that reason."""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, "-c", _CUT_WHILE_OPENING, shmdir], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, "child ended with %d (SIGBUS is -7): %s" % (r.returncode, r.stderr)
+    lines = r.stdout.splitlines()
+    assert len(lines) == 4, r.stdout
+    for want, out in zip(("fstat seg", "fstat cnt", "pread seg", "pread cnt"), lines):
+        assert out.startswith(want + " refused:") and "truncated while it was being opened" in out, out
+    assert os.listdir(shmdir) == []
