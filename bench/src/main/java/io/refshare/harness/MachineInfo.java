@@ -48,15 +48,16 @@ record MachineInfo(String cpu, int cores, String memory, String kernel, String j
                 return UNKNOWN;
             }
             long total = 0;
+            long ticks = 0;
             try {
                 for (int i = 1; i <= 8; i++) {
-                    long ticks = Long.parseLong(w[i]);
+                    ticks = Long.parseLong(w[i]);
                     if (ticks < 0) {
                         return UNKNOWN;
                     }
                     total = Math.addExact(total, ticks);
                 }
-                return new CpuTimes(total, Long.parseLong(w[8]));
+                return new CpuTimes(total, ticks); // the last column read, the eighth, is steal
             } catch (NumberFormatException | ArithmeticException e) {
                 return UNKNOWN;
             }
