@@ -190,10 +190,11 @@ class MappedFile:
         opened from outside it comes from the bytes read (``pread``) before the file was mapped:
         a file another process cut short meanwhile then fails its checks with an error, where a
         read through the mapping would end this process with SIGBUS."""
-        raw = self._header[off:off + n] if self._header is not None else self.read(off, n)
+        source = self._header if self._header is not None else self._mm
+        raw = bytes(source[off:off + n])
         if len(raw) != n:
-            raise InvalidDataError("%s: header field at %d is past the %d header bytes read"
-                                   % (self.path, off, len(self._header)))
+            raise InvalidDataError("%s: a header field at byte %d is past the %d bytes that hold the header"
+                                   % (self.path, off, len(source)))
         return int.from_bytes(raw, "little", signed=signed)
 
     def check_layout(self, magic, version, what, offsets):
