@@ -258,16 +258,12 @@ public final class SharedHolder implements AutoCloseable {
 
     static SharedHolder open(Refshare refshare, String name, int drainAt) {
         requireOpen(refshare);
-        ShmFile f = refshare.sharing().directory().open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH);
-        try {
-            Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
-            SharedHolder holder = new SharedHolder(refshare, f, g, false, drainAt);
-            holder.register();
-            return holder;
-        } catch (RuntimeException e) {
-            f.close();
-            throw e;
-        }
+        SharedHolder holder = refshare.sharing().directory().open(name, ShmKind.HOLDER,
+                SharedHolderLayout.HEADER_LENGTH).checkOrClose(f -> new SharedHolder(refshare, f,
+                        SharedHolderLayout.readGeometry(f.segment(), f.path().toString()), false, drainAt));
+        // registered only once the check passed: housekeeping never sees a holder whose file was unmapped
+        holder.register();
+        return holder;
     }
 
     private void register() {

@@ -2,7 +2,6 @@ package io.refshare.channel;
 
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.ShmDirectory;
-import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmKind;
 
 import java.lang.foreign.MemorySegment;
@@ -34,7 +33,7 @@ public final class QueuedMessages {
      *         this code can read ({@link io.refshare.exceptions.InvalidDataException} for damage)
      */
     public static List<byte[]> payloads(ShmDirectory dir, String name) {
-        try (ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH)) {
+        return dir.open(name, ShmKind.QUEUE, HEADER_LENGTH).readAndClose(f -> {
             MemorySegment mem = f.segment();
             Geometry g = Geometry.read(mem, f.size(), f.path().toString());
             List<byte[]> messages = new ArrayList<>();
@@ -55,6 +54,6 @@ public final class QueuedMessages {
                 }
             }
             return messages;
-        }
+        });
     }
 }

@@ -189,22 +189,16 @@ public final class ShmQueue implements AutoCloseable {
 
     /** Attaches to a queue by a name from outside; its header is checked before any use. */
     public static ShmQueue open(ShmDirectory dir, String name) {
-        ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH);
-        try {
-            Geometry g = Geometry.read(f.segment(), f.size(), f.path().toString());
-            return new ShmQueue(dir, f, g, false, ownerOf(f.segment()));
-        } catch (RuntimeException e) {
-            f.close();
-            throw e;
-        }
+        return dir.open(name, ShmKind.QUEUE, HEADER_LENGTH).checkOrClose(f -> new ShmQueue(dir, f,
+                Geometry.read(f.segment(), f.size(), f.path().toString()), false, ownerOf(f.segment())));
     }
 
     /** Reads a queue's statistics without attaching to it (for inspection tools). */
     public static QueueStats inspect(ShmDirectory dir, String name) {
-        try (ShmFile f = dir.open(name, ShmKind.QUEUE, HEADER_LENGTH)) {
+        return dir.open(name, ShmKind.QUEUE, HEADER_LENGTH).readAndClose(f -> {
             Geometry g = Geometry.read(f.segment(), f.size(), f.path().toString());
             return stats(name, f.segment(), g, new Participants(f.segment(), g), ownerOf(f.segment()));
-        }
+        });
     }
 
     /**

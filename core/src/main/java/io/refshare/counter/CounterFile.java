@@ -105,8 +105,7 @@ public final class CounterFile implements AutoCloseable {
 
     /** Opens a counter file by a name from outside; its header is checked before any use. */
     public static CounterFile open(ShmDirectory dir, String name) {
-        ShmFile f = dir.open(name, ShmKind.COUNTERS, HEADER_LENGTH);
-        try {
+        return dir.open(name, ShmKind.COUNTERS, HEADER_LENGTH).checkOrClose(f -> {
             MemorySegment m = f.segment();
             ProcessIdentity owner = FileHeader.check(m, MAGIC, VERSION, "counter file", f.path()).owner();
             int headerLength = m.get(LittleEndian.INT, HEADER_LENGTH_OFFSET);
@@ -121,10 +120,7 @@ public final class CounterFile implements AutoCloseable {
                         + fileLength(slots, peers) + " (truncated or corrupt)");
             }
             return new CounterFile(dir, f, slots, peers, owner);
-        } catch (RuntimeException e) {
-            f.close();
-            throw e;
-        }
+        });
     }
 
     public String name() {

@@ -4,7 +4,6 @@ import io.refshare.exceptions.InvalidDataException;
 import io.refshare.holder.SharedHolderLayout.Geometry;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmKind;
-import io.refshare.shm.ShmFile;
 import io.refshare.shm.ShmDirectory;
 
 import java.lang.foreign.MemorySegment;
@@ -415,9 +414,9 @@ public final class HolderFile {
 
     /** The figures of the holder file {@code name}, read without taking a reader row: for inspection. */
     public static Figures peek(ShmDirectory directory, String name) {
-        try (ShmFile f = directory.open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH)) {
+        return directory.open(name, ShmKind.HOLDER, SharedHolderLayout.HEADER_LENGTH).readAndClose(f -> {
             Geometry g = SharedHolderLayout.readGeometry(f.segment(), f.path().toString());
             return new HolderFile(f.segment(), g, HolderWord.DEFAULT_DRAIN_AT).figures();
-        }
+        });
     }
 }

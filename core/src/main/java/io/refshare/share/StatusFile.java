@@ -70,7 +70,7 @@ public final class StatusFile implements AutoCloseable {
 
     /** Reads a status file by name: the time of its last update and its fields. */
     public static Snapshot read(ShmDirectory dir, String name) {
-        try (ShmFile f = dir.open(name, ShmKind.STATUS, LENGTH)) {
+        return dir.open(name, ShmKind.STATUS, LENGTH).readAndClose(f -> {
             MemorySegment m = f.segment();
             FileHeader.check(m, MAGIC, VERSION, "status file", f.path());
             long[] values = new long[Field.values().length];
@@ -78,7 +78,7 @@ public final class StatusFile implements AutoCloseable {
                 values[i] = (long) LONG.getOpaque(m, FIELDS_OFFSET + 8L * i);
             }
             return new Snapshot((long) LONG.getAcquire(m, UPDATED_OFFSET), values);
-        }
+        });
     }
 
     /** A status as read: {@code updatedMillis} is 0 until the first publication. */

@@ -106,11 +106,15 @@ public final class ShmFile implements AutoCloseable {
     /**
      * Runs {@code check} on this fresh mapping (its header, mostly) and returns what it returns;
      * when the check fails, unmaps the file first. A fault on the mapping is answered as
-     * {@link #truncatedWhileOpened}.
+     * {@link #truncatedWhileOpened}: compiled code reports it late, at its next safepoint check,
+     * so a native call's return ({@link Libc#deliverPendingFault}) has it surface here, not in
+     * the caller's code with the file still mapped.
      */
     public <T> T checkOrClose(Function<ShmFile, T> check) {
         try {
-            return check.apply(this);
+            T checked = check.apply(this);
+            Libc.deliverPendingFault();
+            return checked;
         } catch (RuntimeException | InternalError e) {
             close();
             if (e instanceof InternalError fault) {
@@ -118,6 +122,17 @@ public final class ShmFile implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /**
+     * Runs {@code read} on this fresh mapping and unmaps it, whatever happens: for a look at a
+     * file without keeping it. A fault on the mapping is answered as {@link #truncatedWhileOpened},
+     * as in {@link #checkOrClose}.
+     */
+    public <T> T readAndClose(Function<ShmFile, T> read) {
+        T result = checkOrClose(read);
+        close();
+        return result;
     }
 
     /**

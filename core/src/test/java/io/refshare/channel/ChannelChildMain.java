@@ -26,6 +26,7 @@ public final class ChannelChildMain {
             case "QueueProducerMain" -> QueueProducerMain.run(rest);
             case "ShmQueuePingPong" -> ShmQueuePingPong.run(rest);
             case "TruncatedQueueMain" -> TruncatedQueueMain.run(rest);
+            case "TruncatingQueueOpenerMain" -> TruncatingQueueOpenerMain.run(rest);
             default -> throw new IllegalArgumentException("no child role " + args[0]);
         }
     }

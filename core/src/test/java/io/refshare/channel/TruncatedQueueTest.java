@@ -4,8 +4,11 @@ import io.refshare.exceptions.RefshareException;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.testing.ChildJvm;
 import io.refshare.testing.TempShm;
+import io.refshare.testing.TruncatingOpener;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.channels.FileChannel;
 import java.nio.file.StandardOpenOption;
@@ -88,6 +91,27 @@ class TruncatedQueueTest {
             }
             closeQuietly(consumer);
             closeQuietly(producer);
+        }
+    }
+
+    /**
+     * A queue file cut short after another process opened and sized it, before or while it read
+     * the file: that process's {@link ShmQueue#inspect} (or {@link QueuedMessages#payloads})
+     * throws a RefshareException, never the JVM's fault raw, and leaves the file unmapped. The
+     * window is microseconds wide, so the child cuts and restores the file on one thread while
+     * it opens the queue afresh on another ({@link TruncatingQueueOpenerMain}, which says why
+     * {@link ShmQueue#open} is not among them). The queue is this JVM's, which leaves it alone
+     * meanwhile.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"inspect", "payloads"})
+    void aQueueTruncatedWhileAnotherProcessReadsItIsARefshareException(String how) {
+        try (ShmQueue queue = ShmQueue.create(shm.directory(), 4, 32)) {
+            queue.offer(new byte[] {1, 2, 3}); // a message for payloads to read
+            try (ChildJvm opener = ChildJvm.start(ChannelChildMain.class, "TruncatingQueueOpenerMain",
+                    shm.path().toString(), queue.name(), how, "20", "3")) {
+                TruncatingOpener.assertMetAndNothingLeft(opener);
+            }
         }
     }
 
