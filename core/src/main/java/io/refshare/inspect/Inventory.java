@@ -84,7 +84,7 @@ public final class Inventory {
                     case HOLDER -> holder(dir, name);
                     case LIFE -> throw new AssertionError("described above");
                 };
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | InternalError e) { // InternalError: cut short under our look
                 details = "unreadable: " + e.getMessage();
             }
             return new Entry(name, kind, size, owner, dir.verdict(owner), details);
@@ -139,7 +139,7 @@ public final class Inventory {
                 }
                 default -> new long[0];
             };
-        } catch (RuntimeException unreadable) {
+        } catch (RuntimeException | InternalError unreadable) {
             return new long[0];
         }
     }

@@ -327,9 +327,9 @@ public final class Janitor {
                     // the owner is the only process a segment or status file belongs to
                 }
             }
-        } catch (RuntimeException e) {
-            // unreadable beyond its header: judged by its owner alone (a dead owner's damaged
-            // file is of use to nobody)
+        } catch (RuntimeException | InternalError e) {
+            // unreadable beyond its header, or cut short under our look (the JVM's InternalError):
+            // judged by its owner alone (a dead owner's damaged file is of use to nobody)
         }
         names.addAll(users);
         return new Users(owner, users, names, role);
