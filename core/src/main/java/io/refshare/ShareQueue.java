@@ -5,6 +5,7 @@ import io.refshare.channel.RepeatedWarning;
 import io.refshare.channel.Incoming;
 import io.refshare.channel.QueueStats;
 import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.exceptions.ResourceLimitException;
@@ -409,6 +410,9 @@ public final class ShareQueue implements AutoCloseable {
      * @param linger how long a producer-side handle waits for queued messages to be taken
      * @throws NullPointerException when {@code linger} is null and this handle is on the
      *                              producer side
+     * @throws InvalidDataException when the queue's file was cut short under this process
+     *                              (another process truncated it): the handle is closed all the
+     *                              same, and messages still queued are not returned
      */
     public void close(Duration linger) {
         java.util.Objects.requireNonNull(linger, "linger");
@@ -430,8 +434,15 @@ public final class ShareQueue implements AutoCloseable {
                     }
                 }
             }
+        } catch (InternalError cut) { // the file was cut short under us: detach all the same, and say so
+            try {
+                queue.close();
+            } catch (InvalidDataException sameDamage) {
+                // seen again by the detach
+            }
+            throw queue.cutUnder(cut);
         } finally {
-            queue.close();
+            queue.close(); // once only: a second call does nothing
         }
     }
 

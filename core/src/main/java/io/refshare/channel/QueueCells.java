@@ -289,7 +289,9 @@ final class QueueCells {
 
     /** Ends the stream for {@code why} unless it has already ended (the first reason stays); true when this call ended it. */
     boolean endStream(int why) {
-        return INT.compareAndSet(mem, CLOSED_OFFSET, OPEN, why);
+        // read first: on a file cut short under us the read faults (an InternalError the close
+        // path answers), where a compare-and-set on the cut page would end the JVM
+        return (int) INT.getVolatile(mem, CLOSED_OFFSET) == OPEN && INT.compareAndSet(mem, CLOSED_OFFSET, OPEN, why);
     }
 
     long cellOffset(long position) {

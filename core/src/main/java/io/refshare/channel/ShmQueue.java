@@ -582,24 +582,51 @@ public final class ShmQueue implements AutoCloseable {
      * entry and unmaps the file. The creator's close also marks the queue closed and
      * unlinks its name (processes still attached keep working and can drain it).
      * Idempotent. Must not be called from inside a {@link #drain} sink.
+     *
+     * @throws InvalidDataException when the file was cut short under this process (another
+     *         process truncated it): the handle is closed and the file unmapped (and unlinked,
+     *         by its creator) all the same; its waiters in other threads end by their timeouts
      */
     @Override
     public void close() {
         if (!uses.close()) {
             return;
         }
-        notEmpty.signalAll();
-        notFull.signalAll();
+        InternalError cut = null;
+        try {
+            notEmpty.signalAll();
+            notFull.signalAll();
+        } catch (InternalError fault) {
+            cut = fault;
+        }
         uses.awaitReleased(); // every call of this handle has left: nothing uses its entry or mapping
         try {
             if (creator) {
-                setClosed();
-                file.unlink();
+                try {
+                    if (cut == null) {
+                        setClosed();
+                    }
+                } finally {
+                    file.unlink();
+                }
             }
-            participants.leave(self, me, notEmpty, notFull);
+            if (cut == null) {
+                participants.leave(self, me, notEmpty, notFull);
+            }
+        } catch (InternalError fault) {
+            cut = fault;
         } finally {
             file.close();
         }
+        if (cut != null) {
+            throw cutUnder(cut);
+        }
+    }
+
+    /** The JVM's answer to a fault on this queue's mapping (an {@link InternalError}), as a caller sees it. */
+    public InvalidDataException cutUnder(InternalError fault) {
+        return new InvalidDataException("queue " + file.path() + " was cut short under this process (truncated by"
+                + " another): " + fault, fault);
     }
 
 

@@ -18,6 +18,7 @@ public final class ChannelChildMain {
         String[] rest = Arrays.copyOfRange(args, 1, args.length);
         switch (args[0]) {
             case "ChaosConsumerMain" -> ChaosConsumerMain.run(rest);
+            case "CutQueueCloseMain" -> CutQueueCloseMain.run(rest);
             case "HostileQueuePeer" -> HostileQueuePeer.run(rest);
             case "LimitedConsumerMain" -> LimitedConsumerMain.run(rest);
             case "QueueChild" -> QueueChild.run(rest);

@@ -115,6 +115,33 @@ class TruncatedQueueTest {
         }
     }
 
+    /**
+     * A queue file cut to nothing under a process that holds a producer's and a consumer's
+     * handle of it: each close detaches and reports the damage as an InvalidDataException, and
+     * the process lives on. Before, the closes let the JVM's InternalError through raw (the wake-up
+     * of the handle's waiters was the first access to the cut page), and the producer's
+     * close ended the stream with a compare-and-set it had not read first.
+     */
+    @Test
+    void closingHandlesOfAQueueFileCutToNothingReportsItAndTheProcessLives() throws Exception {
+        try (ChildJvm child = ChildJvm.start(ChannelChildMain.class, "CutQueueCloseMain", shm.path().toString())) {
+            String name = child.expect("NAME");
+            try (FileChannel ch = FileChannel.open(shm.path().resolve(name), StandardOpenOption.WRITE)) {
+                ch.truncate(0);
+            }
+            child.send("GO");
+            for (String handle : new String[] {"CONSUMER", "PRODUCER"}) {
+                String outcome = child.expect(handle);
+                System.out.println(handle + " close on the cut file: " + outcome);
+                assertTrue(outcome.startsWith("refshare InvalidDataException") && outcome.contains("cut short"),
+                        handle + ": " + outcome);
+            }
+            assertEquals("ok", child.expect("REFSHARE"), "refshare closes");
+            assertEquals(0, child.waitFor(), "the process lives on");
+        }
+        assertEquals(0, shm.count("q"), "the creator's close unlinked the queue");
+    }
+
     private static void closeQuietly(ShmQueue q) {
         try {
             q.close();
