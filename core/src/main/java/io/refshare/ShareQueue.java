@@ -434,15 +434,10 @@ public final class ShareQueue implements AutoCloseable {
                     }
                 }
             }
-        } catch (InternalError cut) { // the file was cut short under us: detach all the same, and say so
-            try {
-                queue.close();
-            } catch (InvalidDataException sameDamage) {
-                // seen again by the detach
-            }
+        } catch (InternalError cut) { // the file was cut short under us: say so (the finally detaches)
             throw queue.cutUnder(cut);
         } finally {
-            queue.close(); // once only: a second call does nothing
+            queue.close();
         }
     }
 

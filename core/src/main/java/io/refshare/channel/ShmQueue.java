@@ -601,21 +601,18 @@ public final class ShmQueue implements AutoCloseable {
         }
         uses.awaitReleased(); // every call of this handle has left: nothing uses its entry or mapping
         try {
-            if (creator) {
-                try {
-                    if (cut == null) {
-                        setClosed();
-                    }
-                } finally {
-                    file.unlink();
+            if (cut == null) { // the file's own steps, unless the wake-up already met the cut
+                if (creator) {
+                    setClosed();
                 }
-            }
-            if (cut == null) {
                 participants.leave(self, me, notEmpty, notFull);
             }
         } catch (InternalError fault) {
             cut = fault;
         } finally {
+            if (creator) {
+                file.unlink();
+            }
             file.close();
         }
         if (cut != null) {

@@ -180,11 +180,8 @@ final class ReceiveCache {
         try {
             Sharing.checkSender(file, d);
             return map(d.segmentName(), d.segmentSize(), d.offset());
-        } catch (RuntimeException | InternalError e) {
+        } catch (RuntimeException e) { // a segment cut while map opened it is one too (ShmFile.checkOrClose)
             dropToken(file);
-            if (e instanceof InternalError fault) { // compiled code may deliver a fault in map's header check late
-                throw ShmFile.truncatedWhileOpened("segment " + d.segmentName(), fault);
-            }
             throw e;
         }
     }

@@ -139,7 +139,7 @@ public final class ShmFile implements AutoCloseable {
      * The JVM's answer to a fault on a file's fresh mapping (an {@link InternalError}), as a caller
      * sees it: another process cut the file short after it was opened and sized.
      */
-    public static InvalidDataException truncatedWhileOpened(Object file, InternalError fault) {
+    private static InvalidDataException truncatedWhileOpened(Object file, InternalError fault) {
         return new InvalidDataException(file + " was truncated while it was being opened: " + fault, fault);
     }
 
