@@ -6,6 +6,7 @@ import io.refshare.exceptions.RefshareException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -38,18 +39,36 @@ public final class ShmFile implements AutoCloseable {
      * Maps {@code size} bytes of the file open as {@code source} (a {@code /proc/self/fd/N}
      * name of a descriptor that was checked, see {@link CheckedFile}); {@code path} is the
      * file's name in the directory, for messages and {@link #unlink()}.
+     *
+     * <p>Mapping is not a wait, so a thread's interrupt is not its business: the channel it
+     * maps through is interruptible, and an interrupt pending or arriving meanwhile would close
+     * it, failing an {@code allocate} or a receive (whose message is then rejected, lost). The
+     * map is tried again with the flag cleared, and the flag is set again on the way out, for
+     * the caller's next wait to answer.
      */
     static ShmFile map(String name, Path path, Path source, long size, boolean created) {
-        Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(source, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-            return new ShmFile(name, path, created, arena, seg);
-        } catch (IOException e) {
-            arena.close();
-            throw new RefshareException("cannot map " + path + ": " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            arena.close();
-            throw e;
+        boolean interrupted = Thread.interrupted();
+        try {
+            while (true) {
+                Arena arena = Arena.ofShared();
+                try (FileChannel ch = FileChannel.open(source, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                    MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+                    return new ShmFile(name, path, created, arena, seg);
+                } catch (ClosedByInterruptException e) {
+                    arena.close();
+                    interrupted |= Thread.interrupted();
+                } catch (IOException e) {
+                    arena.close();
+                    throw new RefshareException("cannot map " + path + ": " + e, e);
+                } catch (RuntimeException e) {
+                    arena.close();
+                    throw e;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
