@@ -21,8 +21,9 @@ class ProducersGoneError(QueueClosedError):
 
 
 class ResourceLimitError(RefshareError):
-    """A shared file's fixed resource (peer entries, rows, slots) is exhausted by live
-    processes; nothing was consumed on the caller's behalf (Java: ResourceLimitException)."""
+    """A fixed resource is exhausted: a shared file's (peer entries, rows, slots, held by live
+    processes) or this process's or machine's (open files, mappings, memory); nothing was
+    consumed on the caller's behalf (Java: ResourceLimitException)."""
 
 
 class OutOfSharedMemoryError(RefshareError):

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from . import native
-from .errors import InvalidDataError, OutOfSharedMemoryError, RefshareError
+from .errors import InvalidDataError, OutOfSharedMemoryError, RefshareError, ResourceLimitError
 
 DEFAULT_DIRECTORY = "/dev/shm"
 DEFAULT_PREFIX = "refshare"
@@ -311,7 +311,7 @@ class ShmDirectory:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, self.mode)
         except OSError as e:
-            raise RefshareError("cannot create %s: %s" % (path, e.strerror)) from e
+            raise _failure("create", path, e) from e
         try:
             try:
                 os.pwrite(fd, owner_header(current()), 0)  # first: from now on the file names its owner
@@ -325,7 +325,7 @@ class ShmDirectory:
                     raise OutOfSharedMemoryError(
                         "no space left in %s for a %d-byte %s file (%s); free space or raise the tmpfs size"
                         % (self.path, size, kind, e.strerror)) from e
-                raise RefshareError("cannot create %d-byte %s: %s" % (size, path, e.strerror)) from e
+                raise _failure("create %d-byte" % size, path, e) from e
         finally:
             os.close(fd)
         return MappedFile(name, path, size, mm, created=True)
@@ -341,7 +341,7 @@ class ShmDirectory:
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise InvalidDataError("not a regular file (a link): " + path) from e
-            raise RefshareError("cannot open %s: %s" % (path, e.strerror)) from e
+            raise _failure("open", path, e) from e
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -359,7 +359,7 @@ class ShmDirectory:
             except ValueError as e:  # Python's mmap checks the size again: cut since the fstat
                 raise InvalidDataError("%s was truncated while it was being opened: %s" % (path, e)) from e
             except OSError as e:
-                raise RefshareError("cannot map %s: %s" % (path, e.strerror)) from e
+                raise _failure("map", path, e) from e
         finally:
             os.close(fd)
         return MappedFile(name, path, st.st_size, mm, created=False, writable=writable, header=header)
@@ -555,6 +555,26 @@ class ShmDirectory:
 
     def __repr__(self):
         return "%s/%s-*" % (self.path, self.prefix)
+
+
+_LIMITS = {
+    errno.EMFILE: "this process has as many files open as it may (EMFILE): raise its limit (ulimit -n, systemd's "
+                  "LimitNOFILE) or let it close some",
+    errno.ENFILE: "the system has as many files open as it may (ENFILE): raise fs.file-max",
+    errno.ENOMEM: "the kernel refused the memory for it (ENOMEM): the machine is out of memory, or this process has "
+                  "as many mappings as it may (sysctl vm.max_map_count)",
+}
+
+
+def _failure(doing, path, e):
+    """The error for ``e``, met while doing ``doing`` to ``path``: running out of open files or of
+    memory for mappings is a limit of this process or machine, not the file's fault, so it is a
+    ResourceLimitError (a queue gives the message it was receiving back, section 9.8); anything
+    else is a RefshareError."""
+    limit = _LIMITS.get(e.errno)
+    if limit is not None:
+        return ResourceLimitError("cannot %s %s: %s" % (doing, path, limit))
+    return RefshareError("cannot %s %s: %s" % (doing, path, e.strerror))
 
 
 def _still_named(path, st):

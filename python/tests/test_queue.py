@@ -257,6 +257,31 @@ def test_give_back_counts_first_then_returns_the_cell_for_another_consumer(shmdi
         assert settle(rs) == 0
 
 
+def test_a_consumer_out_of_open_files_gives_the_message_back_and_takes_it_later(shmdir):
+    """A receive that meets this process's limit (its open files) while it opens the sender's
+    files: not the message's fault, so a ResourceLimitError that names the limit, the message
+    back in the queue, and received intact once files can be opened again (as Java's
+    ProcessLimitsTest; before 2026-11-28 the message was rejected: dropped)."""
+    import resource
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            with rs.from_numpy(np.arange(6)) as t:  # a segment and a counter file c has not opened
+                q.put(t)
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) - 1, hard))
+            try:
+                with pytest.raises(refshare.ResourceLimitError, match="EMFILE"):
+                    c.poll(0)
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+            assert c.rejected == 0
+            with c.poll(2.0) as t:
+                assert t.numpy().tolist() == list(range(6))
+        q.close()
+        assert settle(rs) == 0
+
+
 def test_returned_cells_are_looked_for_when_the_given_back_count_moves(shmdir):
     """As Java's Recovery: a consumer scans the cells for returned ones only when the count
     moved since its last scan that found none, so a queue nothing was given back to costs no

@@ -1,10 +1,11 @@
 package io.refshare.exceptions;
 
 /**
- * A fixed resource of a shared file is exhausted (every peer entry of a counter file held
- * by live processes, say). Nothing was consumed on its behalf: a message that met the
- * limit while being received is given back to its queue for a consumer that can take it.
- * The message names the limit and how to raise it.
+ * A fixed resource is exhausted: one of a shared file (every peer entry of a counter file held
+ * by live processes, say), or one of this process or machine (its open files, its mappings,
+ * the kernel's memory). Nothing was consumed on its behalf: a message that met the limit while
+ * being received is given back to its queue for a consumer that can take it, or for this one
+ * once the limit is no longer reached. The message names the limit and how to raise it.
  */
 public class ResourceLimitException extends RefshareException {
     /**
@@ -14,5 +15,15 @@ public class ResourceLimitException extends RefshareException {
      */
     public ResourceLimitException(String message) {
         super(message);
+    }
+
+    /**
+     * An exception naming the exhausted resource, with the failure that reported it.
+     *
+     * @param message the detail message
+     * @param cause   the underlying failure
+     */
+    public ResourceLimitException(String message, Throwable cause) {
+        super(message, cause);
     }
 }

@@ -34,6 +34,9 @@ public final class Libc {
     public static final int EWOULDBLOCK = EAGAIN;
     public static final int ELOOP = 40;
     public static final int ENOSPC = 28;
+    public static final int ENOMEM = 12;
+    public static final int ENFILE = 23;
+    public static final int EMFILE = 24;
     public static final int ETIMEDOUT = 110;
 
     public static final int LOCK_SH = 1;

@@ -262,7 +262,7 @@ public final class ShmDirectory {
             fd = Libc.open(path.toString(), Libc.O_RDWR | Libc.O_CREAT | Libc.O_EXCL | Libc.O_NOFOLLOW | Libc.O_CLOEXEC,
                     mode);
         } catch (Libc.ErrnoException e) {
-            throw new RefshareException("cannot create " + path + ": " + e.getMessage(), e);
+            throw FileFailure.of("create", path, e);
         }
         try {
             // First, before anything slow or anything that can fail for lack of space: from
@@ -282,7 +282,7 @@ public final class ShmDirectory {
                 throw new OutOfSharedMemoryException("no space left in " + directory + " for a " + size
                         + "-byte " + kind.tag() + " file (" + e.getMessage() + "); free space or raise the tmpfs size", e);
             }
-            throw new RefshareException("cannot create " + size + "-byte " + path + ": " + e.getMessage(), e);
+            throw FileFailure.of("create " + size + "-byte", path, e);
         } catch (RuntimeException e) {
             deleteQuietly(path);
             throw e;
@@ -311,7 +311,7 @@ public final class ShmDirectory {
             if (e instanceof Libc.ErrnoException errno && errno.errno() == Libc.EACCES) {
                 explainRefusal(path); // the kernel refused first: say whose file it is, if that is why
             }
-            throw new RefshareException("cannot open " + path + ": " + e.getMessage(), e);
+            throw FileFailure.of("open", path, e);
         }
     }
 

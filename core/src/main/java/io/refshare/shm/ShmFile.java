@@ -1,7 +1,6 @@
 package io.refshare.shm;
 
 import io.refshare.exceptions.InvalidDataException;
-import io.refshare.exceptions.RefshareException;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -59,7 +58,7 @@ public final class ShmFile implements AutoCloseable {
                     interrupted |= Thread.interrupted();
                 } catch (IOException e) {
                     arena.close();
-                    throw new RefshareException("cannot map " + path + ": " + e, e);
+                    throw FileFailure.of("map", path, e);
                 } catch (RuntimeException e) {
                     arena.close();
                     throw e;
