@@ -359,8 +359,9 @@ public final class Refshare implements AutoCloseable {
      * @throws InvalidDataException   when the bytes are not a message refshare made, or name
      *                                files that do not match it (nothing is taken)
      * @throws ResourceLimitException when this process cannot be recorded in the sender's
-     *                                counter file (every peer entry taken): nothing is taken,
-     *                                the message can be received later or elsewhere
+     *                                counter file (every peer entry taken), or runs out of open
+     *                                files or mappings opening the sender's files: nothing is
+     *                                taken, the message can be received later or elsewhere
      * @throws RefshareException      when the message was already received or returned, it is
      *                                a device tensor whose sender is dead (its reference goes
      *                                back), or a file it names is unusable (gone with its
