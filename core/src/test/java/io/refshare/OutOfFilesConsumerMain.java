@@ -16,7 +16,7 @@ import java.util.logging.LogRecord;
 import java.util.logging.SimpleFormatter;
 
 /**
- * A consumer that runs out of open files (start it under {@code prlimit --nofile=N}): takes the
+ * A consumer that runs out of open files (start it with a low limit: {@code ulimit -n 256}): takes the
  * first message (and loads every class it will need), then, at "FILL", opens {@code /dev/null}
  * until the process may open no more and polls for the second message, which comes from files
  * it has not opened yet; at "FREE" it closes them and polls again. Prints what each poll gave:

@@ -25,7 +25,9 @@ class ProcessLimitsTest {
              Refshare second = Refshare.open(shm.config())) {
             ShareQueue q = producer.createQueue(4);
             put(producer, q, 1L);
-            try (ChildJvm child = ChildJvm.startUnder(List.of("prlimit", "--nofile=256", "--"), new String[0],
+            // at most 256 open files, for good: the shell lowers both limits, the JVM cannot raise them
+            List<String> limited = List.of("bash", "-c", "ulimit -n 256 && exec \"$@\"", "bash");
+            try (ChildJvm child = ChildJvm.startUnder(limited, new String[0],
                     OutOfFilesConsumerMain.class, shm.path().toString(), q.name())) {
                 assertEquals("VALUE 1", child.read());
                 put(second, q, 2L); // another sender: a segment and a counter file the consumer has not opened
