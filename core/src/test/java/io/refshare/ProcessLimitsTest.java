@@ -26,8 +26,8 @@ class ProcessLimitsTest {
             ShareQueue q = producer.createQueue(4);
             put(producer, q, 1L);
             // at most 256 open files, for good: the shell lowers both limits, the JVM cannot raise them
-            List<String> limited = List.of("bash", "-c", "ulimit -n 256 && exec \"$@\"", "bash");
-            try (ChildJvm child = ChildJvm.startUnder(limited, new String[0],
+            List<String> ulimit = List.of("bash", "-c", "ulimit -n 256 && exec \"$@\"", "bash");
+            try (ChildJvm child = ChildJvm.startUnder(ulimit, new String[0],
                     OutOfFilesConsumerMain.class, shm.path().toString(), q.name())) {
                 assertEquals("VALUE 1", child.read());
                 put(second, q, 2L); // another sender: a segment and a counter file the consumer has not opened
