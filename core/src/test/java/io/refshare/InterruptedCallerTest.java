@@ -8,7 +8,9 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.*;
 
@@ -56,6 +58,39 @@ class InterruptedCallerTest {
             assertTrue(Thread.interrupted(), "the interrupt is still pending");
             assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(5)), "the reference came back");
         }
+    }
+
+    @Test
+    void closingOnAnInterruptedThreadEndsItsThreadsGivesEverythingBackAndKeepsTheInterrupt() throws Exception {
+        try (TempShm shm = new TempShm(); Refshare producer = Refshare.open(shm.config())) {
+            Set<Thread> before = refshareThreads();
+            Refshare consumer = Refshare.open(shm.config());
+            Set<Thread> consumers = refshareThreads();
+            consumers.removeAll(before);
+            assertEquals(2, consumers.size(), "the consumer's collector and housekeeper: " + consumers);
+            Tensor received;
+            try (Tensor sent = producer.allocate(DType.INT32, 16)) {
+                received = consumer.receive(producer.share(sent));
+            }
+            Thread.currentThread().interrupt();
+            consumer.close();
+            assertTrue(Thread.interrupted(), "the interrupt is still pending");
+            for (Thread t : consumers) {
+                assertFalse(t.isAlive(), t + " still ran after close returned");
+            }
+            assertTrue(received.isClosed());
+            assertTrue(producer.awaitLimboEmpty(Duration.ofSeconds(5)), "the close gave the reference back");
+        }
+    }
+
+    private static Set<Thread> refshareThreads() {
+        Set<Thread> threads = new HashSet<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("refshare-collector") || t.getName().startsWith("refshare-housekeeper")) {
+                threads.add(t);
+            }
+        }
+        return threads;
     }
 
     @Test

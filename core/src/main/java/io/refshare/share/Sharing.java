@@ -758,6 +758,27 @@ public final class Sharing implements AutoCloseable {
     }
 
     /**
+     * Waits for {@code thread} to end even when the caller's interrupt is pending or comes
+     * (then set again on return): a close that went on while its background threads still ran
+     * would unmap files under them, and a housekeeper making a spare counter file then could
+     * leave that file behind.
+     */
+    private static void joinUninterruptibly(Thread thread) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                thread.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true; // the exception cleared the flag: the next join waits
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
      * Gives back every reference this process still holds, then removes and unmaps its
      * files. Other processes keep the memory they mapped; messages not yet received can
      * no longer be. Idempotent.
@@ -771,12 +792,8 @@ public final class Sharing implements AutoCloseable {
         closed = true;
         LockSupport.unpark(collector);
         LockSupport.unpark(housekeeper);
-        try {
-            collector.join();
-            housekeeper.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        joinUninterruptibly(collector);
+        joinUninterruptibly(housekeeper);
         status.close();
         if (device != null) {
             device.close(); // before the tokens go back: received device memory is closed first
