@@ -11,6 +11,7 @@ import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
+import io.refshare.shm.Uninterruptibly;
 import io.refshare.shm.Verdict;
 import io.refshare.tensor.TensorLayout;
 import io.refshare.wire.Backend;
@@ -758,27 +759,6 @@ public final class Sharing implements AutoCloseable {
     }
 
     /**
-     * Waits for {@code thread} to end even when the caller's interrupt is pending or comes
-     * (then set again on return): a close that went on while its background threads still ran
-     * would unmap files under them, and a housekeeper making a spare counter file then could
-     * leave that file behind.
-     */
-    private static void joinUninterruptibly(Thread thread) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                thread.join();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true; // the exception cleared the flag: the next join waits
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    /**
      * Gives back every reference this process still holds, then removes and unmaps its
      * files. Other processes keep the memory they mapped; messages not yet received can
      * no longer be. Idempotent.
@@ -792,8 +772,10 @@ public final class Sharing implements AutoCloseable {
         closed = true;
         LockSupport.unpark(collector);
         LockSupport.unpark(housekeeper);
-        joinUninterruptibly(collector);
-        joinUninterruptibly(housekeeper);
+        // even on an interrupted thread: going on while they still ran would unmap files under them,
+        // and a housekeeper making a spare counter file then could leave it behind
+        Uninterruptibly.await(collector::join);
+        Uninterruptibly.await(housekeeper::join);
         status.close();
         if (device != null) {
             device.close(); // before the tokens go back: received device memory is closed first

@@ -77,17 +77,6 @@ public final class HandleUses {
 
     /** Waits until the release has run (uninterruptibly: an interrupt is kept for the caller). */
     public void awaitReleased() {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                released.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
+        Uninterruptibly.await(released::await);
     }
 }
