@@ -6,6 +6,7 @@ import io.refshare.exceptions.QueueClosedException;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.HandleUses;
+import io.refshare.shm.Libc;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.ShmFile;
@@ -481,6 +482,7 @@ public final class ShmQueue implements AutoCloseable {
         enter();
         try {
             setClosed();
+            Libc.deliverPendingFault(); // a fault compiled code met on a cut file surfaces here, in the close's handler
         } finally {
             exit();
         }
@@ -596,6 +598,7 @@ public final class ShmQueue implements AutoCloseable {
         try {
             notEmpty.signalAll();
             notFull.signalAll();
+            Libc.deliverPendingFault(); // compiled code reports a fault late: here, not after the close
         } catch (InternalError fault) {
             cut = fault;
         }
@@ -606,6 +609,7 @@ public final class ShmQueue implements AutoCloseable {
                     setClosed();
                 }
                 participants.leave(self, me, notEmpty, notFull);
+                Libc.deliverPendingFault();
             }
         } catch (InternalError fault) {
             cut = fault;
