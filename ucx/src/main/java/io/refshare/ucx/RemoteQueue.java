@@ -46,7 +46,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * {@code put} and {@code close} may be called from any thread; the UCX work runs on the
  * process's one UCX loop thread, which every sender and receiver in the process shares.
  */
-public final class RemoteQueue implements AutoCloseable {
+public final class RemoteQueue implements AutoCloseable, SendingBridge.Destination {
     private static final System.Logger LOG = System.getLogger(RemoteQueue.class.getName());
     public static final int DEFAULT_WINDOW = 16;
     /**

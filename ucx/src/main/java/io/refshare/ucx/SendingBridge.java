@@ -24,25 +24,25 @@ public final class SendingBridge {
     static final long LIMIT_PAUSE_MILLIS = 100;
     static final long LIMIT_WARNING_SECONDS = 10;
 
-    /** Where the bridge puts what it takes: the remote queue (a test's own sink in tests). */
+    /** Where the bridge puts what it takes: a {@link RemoteQueue} (a test's own sink in tests). */
     interface Destination {
         void put(Tensor tensor) throws InterruptedException;
+
+        void close(Duration timeout);
     }
 
     private final ShareQueue from;
     private final Destination to;
-    private final RemoteQueue remote;
     private volatile boolean stopped;
     private volatile long limitsMet; // written by the thread in run() only
 
     public SendingBridge(ShareQueue from, RemoteQueue to) {
-        this(from, to::put, to);
+        this(from, (Destination) to);
     }
 
-    SendingBridge(ShareQueue from, Destination to, RemoteQueue remote) {
+    SendingBridge(ShareQueue from, Destination to) {
         this.from = from;
         this.to = to;
-        this.remote = remote;
     }
 
     /** Forwards until the local queue's stream ends or {@link #stop()}; returns the tensors forwarded. */
@@ -88,6 +88,6 @@ public final class SendingBridge {
 
     /** Waits for deliveries (at most {@code timeout}), tells the receiver the stream ended, disconnects. */
     public void finish(Duration timeout) {
-        remote.close(timeout);
+        to.close(timeout);
     }
 }

@@ -45,8 +45,17 @@ class SendingBridgeLimitTest {
                     q.put(t);
                 }
                 List<Long> forwarded = new CopyOnWriteArrayList<>();
-                SendingBridge bridge = new SendingBridge(in, t -> forwarded.add(t.data().get(ValueLayout.JAVA_LONG, 0)),
-                        null);
+                SendingBridge bridge = new SendingBridge(in, new SendingBridge.Destination() {
+                    @Override
+                    public void put(Tensor t) {
+                        forwarded.add(t.data().get(ValueLayout.JAVA_LONG, 0));
+                    }
+
+                    @Override
+                    public void close(Duration timeout) {
+                        // nothing to disconnect
+                    }
+                });
                 CompletableFuture<Long> run = CompletableFuture.supplyAsync(() -> {
                     try {
                         return bridge.run();
