@@ -143,6 +143,13 @@ class CounterFile:
         off = self._slot(slot)
         return native.cas64(self.file.addr + off, IN_FLIGHT | tag << 32, held_word(self.self_peer()) | tag << 32) != 0
 
+    def unclaim(self, slot, tag):
+        """HELD(self)|tag -> IN_FLIGHT|tag, not counted: a claim this process cannot finish (out of
+        memory, interrupted) goes back for the message's next receiver (protocol 8.4)."""
+        if self._peer < 0:
+            return False
+        return self.file.cas64(self._slot(slot), held_word(self._peer) | tag << 32, IN_FLIGHT | tag << 32)
+
     def release(self, slot, tag):
         """HELD(self)|tag -> RELEASED|tag, counted and the collector woken, in one native call."""
         off = self._slot(slot)

@@ -353,7 +353,8 @@ class TensorQueue:
                 payload = f.buffer()[cell + 16:cell + 16 + n]  # a copy (mmap slices are bytes)
                 try:
                     result = receive(payload)
-                except ResourceLimitError:
+                except (ResourceLimitError, MemoryError, KeyboardInterrupt):
+                    # not the message's fault (section 9.8): a claimed token was unclaimed by the receive
                     self._give_back(cell, pos)
                     cell = None  # no longer ours to free, whether or not the give-back took
                     raise

@@ -186,9 +186,26 @@ class Sharing:
             if not own:
                 self._held[cnt.name] += 1  # keeps the file mapped until the token goes back
             self.received += 1
-        h = HeldBlock(self, segment, d.offset, d.length, None, (cnt, d.slot, tag))
-        h.refs = 1
-        return Tensor(h, tensor_layout, writable=False)
+        try:
+            h = HeldBlock(self, segment, d.offset, d.length, None, (cnt, d.slot, tag))
+            h.refs = 1
+            return Tensor(h, tensor_layout, writable=False)
+        except (MemoryError, KeyboardInterrupt):
+            self._unreceive(cnt, d, tag, own)
+            raise
+
+    def _unreceive(self, cnt, d, tag, own):
+        """Undoes a claim whose receive cannot finish for a reason that is not the message's (out of
+        memory, an interrupt): the token is in flight again (protocol 8.4, unclaim), for a queue to
+        give the message back to its next receiver."""
+        with self._lock:
+            if not cnt.unclaim(d.slot, tag):
+                print("refshare: token %s#%d was no longer held by this process" % (cnt.name, d.slot),
+                      file=sys.stderr)
+            if not own:
+                self._held[cnt.name] -= 1
+            self.received -= 1
+        self._segment_done(d.segment_name)
 
     @staticmethod
     def _claim(cnt, slot, tag):

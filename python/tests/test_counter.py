@@ -47,6 +47,27 @@ def test_hand_out_claim_release_with_the_range_tag(cnt):
     assert f.word(0) == c.RELEASED | tag << 32 and f.releases() == before + 1
 
 
+def test_a_claim_its_holder_cannot_finish_goes_back_in_flight(cnt):
+    """Section 8.4's unclaim: only the holder's, the tag kept, not counted, claimable again."""
+    d, f = cnt
+    tag = 0x5EED0001
+    s = f.hand_out(tag)
+    assert not f.unclaim(s, tag), "a token in flight has no claim to give back"
+    assert f.claim(s, tag)
+    other = c.CounterFile.open(d, f.name)  # another peer entry, as another process would have
+    try:
+        assert not other.unclaim(s, tag), "only its holder gives a claim back"
+        before = f.releases()
+        assert f.unclaim(s, tag) and not f.unclaim(s, tag)
+        assert f.word(s) == c.IN_FLIGHT | tag << 32 and f.releases() == before
+        assert other.claim(s, tag), "the next receiver takes it"
+        assert other.release(s, tag) and not other.unclaim(s, tag)
+        assert f.word(s) == c.RELEASED | tag << 32 and f.releases() == before + 1
+    finally:
+        other.leave()
+        other.close()
+
+
 def test_cancel_and_retirement(cnt):
     _, f = cnt
     for i in range(8):

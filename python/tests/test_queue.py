@@ -282,6 +282,39 @@ def test_a_consumer_out_of_open_files_gives_the_message_back_and_takes_it_later(
         assert settle(rs) == 0
 
 
+@pytest.mark.parametrize("failure", [MemoryError, KeyboardInterrupt])
+def test_a_receive_stopped_after_its_claim_gives_the_message_back(shmdir, monkeypatch, failure):
+    """Out of memory, or interrupted from the keyboard, after the token was claimed (making the
+    tensor): not the message's fault, so the claim is undone (section 8.4, unclaim), the message
+    goes back to the queue and is received intact by the next poll (before 2026-11-28 it was
+    lost, its token held until the consumer's close)."""
+    from refshare import sharing
+    real = sharing.HeldBlock
+    failures = [failure]
+
+    def failing_once(*args):
+        if failures:
+            raise failures.pop()("injected after the claim (test)")
+        return real(*args)
+
+    with refshare.open(directory=shmdir) as rs:
+        q = rs.create_queue(capacity=4)
+        with refshare.open(directory=shmdir) as other, other.open_queue(q.name) as c:
+            with rs.from_numpy(np.arange(6)) as t:
+                q.put(t)
+            monkeypatch.setattr(sharing, "HeldBlock", failing_once)
+            with pytest.raises(failure, match="after the claim"):
+                c.poll(0)
+            assert not failures, "the failure struck after the claim"
+            assert c.rejected == 0 and other.stats().received == 0
+            assert q._f.load64(qm.GIVEN_BACK) == 1
+            with c.poll(2.0) as t:
+                assert t.numpy().tolist() == list(range(6))
+            assert other.stats().received == 1
+        q.close()
+        assert settle(rs) == 0
+
+
 def test_returned_cells_are_looked_for_when_the_given_back_count_moves(shmdir):
     """As Java's Recovery: a consumer scans the cells for returned ones only when the count
     moved since its last scan that found none, so a queue nothing was given back to costs no

@@ -359,9 +359,12 @@ public final class Refshare implements AutoCloseable {
      * @throws InvalidDataException   when the bytes are not a message refshare made, or name
      *                                files that do not match it (nothing is taken)
      * @throws ResourceLimitException when this process cannot be recorded in the sender's
-     *                                counter file (every peer entry taken), or runs out of open
-     *                                files or mappings opening the sender's files: nothing is
-     *                                taken, the message can be received later or elsewhere
+     *                                counter file (every peer entry taken), runs out of open
+     *                                files or mappings opening the sender's files, or (a device
+     *                                tensor) out of device memory to open it: nothing is taken,
+     *                                the message can be received later or elsewhere
+     * @throws OutOfMemoryError       when the heap is full: nothing is taken either, the
+     *                                message's reference is in flight again
      * @throws RefshareException      when the message was already received or returned, it is
      *                                a device tensor whose sender is dead (its reference goes
      *                                back), or a file it names is unusable (gone with its
@@ -399,6 +402,9 @@ public final class Refshare implements AutoCloseable {
         ReceivedBlock block = sharing.receive(descriptor, slot);
         try {
             return new Tensor(block, layout);
+        } catch (OutOfMemoryError e) {
+            sharing.unreceive(block, e); // unused: in flight again, for a queue to give the message back
+            throw e;
         } catch (RuntimeException e) {
             block.release();
             throw e;

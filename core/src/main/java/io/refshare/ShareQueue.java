@@ -68,8 +68,11 @@ import java.util.concurrent.atomic.LongAdder;
  * most one warning per 10 s, with the count of those left out) and counted in
  * {@link #rejected()}; the queue goes on serving. A message this process cannot take
  * because a fixed resource is exhausted ({@link ResourceLimitException}, e.g. every peer
- * entry of the sender's counter file held) is given back to the queue unconsumed, for
- * another consumer, and the exception is thrown to the caller of take/poll.
+ * entry of the sender's counter file held, or its device memory to open a device tensor),
+ * or because its heap is ({@link OutOfMemoryError}), is given back to the queue unconsumed,
+ * for another consumer or a later take, and the exception is thrown to the caller of
+ * take/poll/drainTo. A tensor {@code drainTo}'s collection refuses (its {@code add} throws)
+ * is closed, its message consumed, and the exception thrown.
  *
  * <h2>Closing</h2>
  * {@link #close()} detaches this process; idempotent; blocked calls of this handle fail
@@ -246,6 +249,7 @@ public final class ShareQueue implements AutoCloseable {
      *         when it ended because every producer died)
      * @throws ResourceLimitException if the message could not be taken for a resource limit; it was given
      *         back to the queue for another consumer
+     * @throws OutOfMemoryError when the heap is full while the message is taken; it was given back too
      * @throws QueueClosedException also when this handle is closed
      * @throws IllegalStateException when this handle's {@code Refshare} is closed (close the
      *         queue handle first)
@@ -349,7 +353,12 @@ public final class ShareQueue implements AutoCloseable {
             }
         }, t -> {
             if (t != null) {
-                into.add(t);
+                try {
+                    into.add(t);
+                } catch (RuntimeException | Error refused) {
+                    t.close(); // taken, its cell freed: nothing to give back, so at least nothing leaks
+                    throw refused;
+                }
             }
         });
         return taken - skipped[0];

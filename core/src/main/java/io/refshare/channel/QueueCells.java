@@ -94,6 +94,10 @@ final class QueueCells {
         this.capacity = geometry.capacity();
         this.claimant = claimant;
         this.file = file;
+        // runs the give-back's code once now, to no effect (it counts 0 and expects a word the count
+        // cannot hold), while the heap has room: a full heap is one reason to give a message back,
+        // and the first run of a call site needs the heap
+        returnCell(GIVEN_BACK_OFFSET, -1L, -1L, 0);
     }
 
     /**
@@ -251,9 +255,12 @@ final class QueueCells {
      *         holds it now deals with it
      */
     boolean giveBack(long position) {
-        LONG.getAndAdd(mem, GIVEN_BACK_OFFSET, 1L);
-        return LONG.compareAndSet(mem, cellOffset(position) + CELL_WORD, reading(position, claimant),
-                reading(position, RETURNED));
+        return returnCell(cellOffset(position) + CELL_WORD, reading(position, claimant), reading(position, RETURNED), 1);
+    }
+
+    private boolean returnCell(long wordOffset, long claimed, long returned, long count) {
+        LONG.getAndAdd(mem, GIVEN_BACK_OFFSET, count);
+        return LONG.compareAndSet(mem, wordOffset, claimed, returned);
     }
 
     /** True when at most half the cells hold positions claimed and not yet taken (a hint, from the two hints). */

@@ -155,8 +155,10 @@ final class Recovery {
                         break;
                     }
                 } else if (role == Role.CONSUMER && adopted == null) {
+                    // made before the claim: a heap that runs out after it would leave the cell ours for good
+                    Adopted candidate = new Adopted(cell, p);
                     if (LONG.compareAndSet(mem, cell + CELL_WORD, word, reading(p, self))) {
-                        adopted = new Adopted(cell, p);
+                        adopted = candidate;
                         break;
                     }
                 } else if (((p + capacity - (long) LONG.getVolatile(mem, TAIL_OFFSET)) & POSITION_MASK) == 0) {

@@ -37,8 +37,9 @@ import static io.refshare.counter.CounterFileLayout.*;
  *
  * <h2>Implementation notes</h2>
  * A token's life is FREE &rarr; IN_FLIGHT (owner, {@link #handOut}) &rarr; HELD by one peer
- * ({@link #claim}) &rarr; RELEASED ({@link #release}); or IN_FLIGHT &rarr; RELEASED when an
- * undelivered message is returned ({@link #cancel}); or HELD &rarr; RELEASED by
+ * ({@link #claim}) &rarr; RELEASED ({@link #release}); or HELD &rarr; IN_FLIGHT again when the
+ * holder cannot finish the receive its claim began ({@link #unclaim}); or IN_FLIGHT &rarr;
+ * RELEASED when an undelivered message is returned ({@link #cancel}); or HELD &rarr; RELEASED by
  * {@link #releaseAllHeldBy} / {@link #reclaimDeadPeers} once the holder is dead, or by
  * {@link #leave} when it goes. Each arrow is a single compare-and-set of the slot word, so of
  * two racing transitions out of one state exactly one succeeds: a token is never claimed
@@ -221,6 +222,18 @@ public final class CounterFile implements AutoCloseable {
     /** {@link #claim(int, int)} of a token handed out by {@link #handOut()} (tag 0). */
     public boolean claim(int slot) {
         return claim(slot, 0);
+    }
+
+    /**
+     * Gives back a claim this process made through this instance and cannot finish (out of
+     * memory, a limit reached, its context closing), before anything in this process used the
+     * memory: the token is in flight again, for the message's next receiver. Nothing is counted.
+     * False when this process does not hold it.
+     */
+    public boolean unclaim(int slot) {
+        checkSlot(slot);
+        int peer = selfPeer;
+        return orPendingFault(peer >= 0 && tokens.unclaim(slot, peer));
     }
 
     /** Releases a token this process holds through this instance. False when it does not hold it. */

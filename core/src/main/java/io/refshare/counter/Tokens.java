@@ -79,6 +79,14 @@ final class Tokens {
         return compareAndSet(offset(slot), CounterFileLayout.word(IN_FLIGHT, tag), CounterFileLayout.word(held(peer), tag));
     }
 
+    /**
+     * HELD({@code peer}) &rarr; IN_FLIGHT, whatever the tag: a claim its holder could not finish
+     * goes back, not counted (nothing was released).
+     */
+    boolean unclaim(int slot, int peer) {
+        return moveKeepingTag(offset(slot), held(peer), IN_FLIGHT);
+    }
+
     /** HELD({@code peer}) &rarr; RELEASED, whatever the tag, counted. */
     boolean release(int slot, int peer) {
         if (moveKeepingTag(offset(slot), held(peer), RELEASED)) {

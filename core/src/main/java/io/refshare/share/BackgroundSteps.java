@@ -8,11 +8,14 @@ import java.util.function.BooleanSupplier;
 /**
  * The steps of one background thread ({@link Collector}, {@link Housekeeper}), each run on its
  * own: the thread survives whatever a step throws short of a virtual machine error (see
- * {@link Failures}), and a step that keeps failing is logged once, then again only after it
+ * {@link Failures}; a full heap pauses the thread, {@link #pauseForHeap}), and a step that
+ * keeps failing is logged once, then again only after it
  * has succeeded in between. Not thread-safe: one per thread.
  */
 final class BackgroundSteps {
     private static final System.Logger LOG = System.getLogger(BackgroundSteps.class.getName());
+
+    static final long FULL_HEAP_PAUSE_MILLIS = 100;
 
     private final String thread;
     private final BooleanSupplier closed;
@@ -35,6 +38,16 @@ final class BackgroundSteps {
     static void park(long nanos) {
         Thread.interrupted();
         LockSupport.parkNanos(nanos);
+    }
+
+    /**
+     * Pauses a background thread whose round met a full heap ({@link OutOfMemoryError}): it goes
+     * on afterwards instead of ending, since the application may free memory again, and a
+     * collector or housekeeper gone for good would keep every block sent from then on. Nothing
+     * is logged: logging needs the heap.
+     */
+    static void pauseForHeap() {
+        park(FULL_HEAP_PAUSE_MILLIS * 1_000_000);
     }
 
     /** Runs one step; true when it completed. */

@@ -6,7 +6,8 @@ package io.refshare.share;
  * with the others. {@link InternalError} is the exception: the JVM reports a fault on a
  * mapping that another process truncated (an access past its new end) as one, although it
  * is a {@code VirtualMachineError}; it says nothing about the JVM, only about that file.
- * Other virtual machine errors (out of memory, stack overflow) are not ours to handle.
+ * Other virtual machine errors are not a step's to handle: a full heap ends the round, and the
+ * thread pauses and goes on ({@link BackgroundSteps#pauseForHeap}); anything else ends it.
  */
 final class Failures {
     private Failures() {

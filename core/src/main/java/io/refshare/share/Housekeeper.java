@@ -18,7 +18,7 @@ package io.refshare.share;
  * end before its block was collected, which put reclamation's p99 over 1 ms in some runs.
  *
  * <p>Every step runs on its own and the thread survives whatever a step throws short of a
- * virtual machine error ({@link BackgroundSteps}).
+ * virtual machine error ({@link BackgroundSteps}), and pauses on a full heap.
  */
 final class Housekeeper implements Runnable {
     static final long INTERVAL_MILLIS = 100;
@@ -36,17 +36,21 @@ final class Housekeeper implements Runnable {
     public void run() {
         long nextRound = System.nanoTime();
         while (!sharing.isClosed()) {
-            if (System.nanoTime() - nextRound >= 0) {
-                steps.run("reclaiming the references of dead processes", this::reclaimDeadHolders);
-                steps.run("housekeeping", sharing::runHousekeeping);
-                steps.run("leaving retired counter files", () -> sharing.receiveCache().leaveIdleRetired());
-                steps.run("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
-                steps.run("publishing the status file", sharing::publishStatus);
-                nextRound = System.nanoTime() + INTERVAL_MILLIS * 1_000_000;
+            try {
+                if (System.nanoTime() - nextRound >= 0) {
+                    steps.run("reclaiming the references of dead processes", this::reclaimDeadHolders);
+                    steps.run("housekeeping", sharing::runHousekeeping);
+                    steps.run("leaving retired counter files", () -> sharing.receiveCache().leaveIdleRetired());
+                    steps.run("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
+                    steps.run("publishing the status file", sharing::publishStatus);
+                    nextRound = System.nanoTime() + INTERVAL_MILLIS * 1_000_000;
+                }
+                steps.run("making and unmapping own counter files", () -> sharing.counterFiles().tidy());
+                // closing unparks it, and so does the counter pool when it wants a file made or unmapped
+                BackgroundSteps.park(nextRound - System.nanoTime());
+            } catch (OutOfMemoryError fullHeap) {
+                BackgroundSteps.pauseForHeap();
             }
-            steps.run("making and unmapping own counter files", () -> sharing.counterFiles().tidy());
-            // closing unparks it, and so does the counter pool when it wants a file made or unmapped
-            BackgroundSteps.park(nextRound - System.nanoTime());
         }
     }
 

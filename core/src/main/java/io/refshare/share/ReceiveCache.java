@@ -260,6 +260,26 @@ final class ReceiveCache {
         }
     }
 
+    /**
+     * Puts a token this process claimed but never used back in flight ({@link CounterFile#unclaim}),
+     * for the message's next receiver; its memory was unmapped or closed first.
+     */
+    void unclaimToken(CounterFile counters, int slot) {
+        try {
+            if (!counters.unclaim(slot)) {
+                LOG.log(System.Logger.Level.WARNING, "token {0} of {1} was no longer held by this process", slot,
+                        counters);
+            }
+        } catch (RuntimeException | InternalError e) {
+            LOG.log(System.Logger.Level.WARNING, "cannot put token " + slot + " of " + counters
+                    + " back in flight: the file is damaged", e);
+        } finally {
+            synchronized (this) {
+                dropToken(counters);
+            }
+        }
+    }
+
     /** Moves the token to RELEASED in the sender's file; a damaged file or a token no longer ours is logged. */
     private static void giveBack(CounterFile counters, int slot) {
         Events.Release event = new Events.Release();

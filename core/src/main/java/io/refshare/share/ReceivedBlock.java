@@ -13,8 +13,8 @@ import io.refshare.counter.CounterFile;
  */
 public final class ReceivedBlock extends MappedBlock {
     /** The token this process holds: a slot of the sender's counter file. */
-    private final CounterFile counters;
-    private final int slot;
+    final CounterFile counters;
+    final int slot;
 
     ReceivedBlock(Sharing sharing, CounterFile counters, int slot, ReceivedSegment segment, long offset, long length) {
         super(sharing, segment, offset, length);

@@ -2,6 +2,7 @@ package io.refshare.share;
 
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.counter.CounterFile;
 import io.refshare.counter.CounterFileLayout;
 import io.refshare.counter.RangeTag;
@@ -9,6 +10,7 @@ import io.refshare.stats.RefshareStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.HostBackend;
 import io.refshare.observe.Events;
+import io.refshare.shm.HandleUses;
 import io.refshare.shm.ProcessIdentity;
 import io.refshare.shm.ShmDirectory;
 import io.refshare.shm.Uninterruptibly;
@@ -70,6 +72,8 @@ public final class Sharing implements AutoCloseable {
     // ---- device memory: created on first use (see DeviceSharing) ----
     private final Function<Sharing, DeviceSharing> deviceFactory;
     private volatile DeviceSharing device;
+    /** Device receives in progress: {@link #close} waits for them after ending their waits. */
+    private final HandleUses deviceReceives = new HandleUses(() -> { });
 
     /** An engine for host memory only: {@link #device()} refuses. */
     public Sharing(ShmDirectory directory, long capacityBytes, int slotsPerFile, int peersPerFile) {
@@ -324,11 +328,14 @@ public final class Sharing implements AutoCloseable {
      * count, and so does one naming another range than its token was handed out for. Host
      * memory is checked and mapped before the token is taken; device memory is opened after
      * (so a stale descriptor never opens freed memory), and a device descriptor refused then
-     * (its sender dead, a failed open) gives its token back.
+     * (its sender dead, a failed open) gives its token back, used up. A failure after the claim
+     * that is not the message's fault (a resource limit, out of memory, this context closing)
+     * puts the token back in flight instead: the descriptor can still be received.
      *
      * @throws io.refshare.exceptions.ResourceLimitException when this process cannot record itself in
-     *         the sender's counter file (every peer entry taken): nothing was consumed, the
-     *         descriptor can be received later or by another process
+     *         the sender's counter file (every peer entry taken), is out of open files or
+     *         mappings, or (device memory) out of device memory to open the segment: nothing was
+     *         consumed, the descriptor can be received later or by another process
      * @throws InvalidDataException when the descriptor does not match the sender's files
      * @throws RefshareException when the message was already received or returned, a device block's
      *         sender is dead, or a file is unusable
@@ -346,8 +353,24 @@ public final class Sharing implements AutoCloseable {
      */
     public ReceivedBlock receive(Descriptor d, int slot) {
         ensureOpen();
+        if (d.backend() != Backend.CUDA) {
+            return receive(d, slot, null);
+        }
         // the device half first: a process without a driver refuses before anything is taken
-        DeviceSharing dev = d.backend() == Backend.CUDA ? device() : null;
+        DeviceSharing dev = device();
+        // counted, so that a close, which ends the device waits, lets such a receive put its token
+        // back before the counter files are left (a leave would release the claimed token)
+        if (!deviceReceives.enter()) {
+            throw new IllegalStateException("refshare context is closed");
+        }
+        try {
+            return receive(d, slot, dev);
+        } finally {
+            deviceReceives.leave();
+        }
+    }
+
+    private ReceivedBlock receive(Descriptor d, int slot, DeviceSharing dev) {
         int tag = rangeTag(d);
         CounterFile counters;
         ReceivedSegment mapping = null;
@@ -367,7 +390,7 @@ public final class Sharing implements AutoCloseable {
                 // device memory is claimed before it is opened: while the token is ours the sender cannot
                 // free the allocation nor destroy the event, so a stale descriptor (returned, received, its
                 // block freed) never opens either. A descriptor refused after the claim (its sender dead, a
-                // failed open) gives the token back.
+                // failed open) releases the token; a failure that is not the message's puts it back in flight.
                 claimOrThrow(counters, slot, tag);
                 claimed = true;
                 refuseIfSenderDead(counters.owner(), d);
@@ -386,30 +409,67 @@ public final class Sharing implements AutoCloseable {
                 receipt.commit();
             }
             return new ReceivedBlock(this, counters, slot, mapping, d.offset(), d.length());
+        } catch (OutOfMemoryError e) {
+            undoReceive(counters, slot, mapping, claimed, true, e);
+            throw e;
         } catch (RuntimeException | InternalError failure) {
             // a fault on a sender's file that another process truncated: compiled code gets it as an
             // InternalError at its next safepoint check, not at the read that faulted (a claim that
             // read a wrong word from the lost page fails, and the counter file has the fault delivered
             // before it answers), so it is caught for the whole section that touches the file
             RuntimeException e = failure instanceof RuntimeException r ? r : damaged(counters, failure);
-            try {
-                if (mapping != null) {
-                    unmap(mapping); // closed before the token goes back
-                }
-            } catch (RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-                if (!claimed) {
-                    receiveCache.unholdCounters(counters);
-                } // else the memory may still be open: the token stays held, and this process in the file with it
-                throw e;
-            }
-            if (claimed) {
-                receiveCache.releaseToken(counters, slot); // unholds the counters too
-            } else {
-                receiveCache.unholdCounters(counters);
-            }
+            undoReceive(counters, slot, mapping, claimed, notTheMessagesFault(e), e);
             throw e;
         }
+    }
+
+    /**
+     * True for a receive's failure that says nothing about the message: this process is out of
+     * a fixed resource, or can no longer receive (its context closed). A queue gives such a
+     * message back (ShmQueue), and the receive put its token back in flight for the next
+     * receiver; out of memory is one too. Any other failure rejects the message.
+     */
+    private static boolean notTheMessagesFault(RuntimeException e) {
+        return e instanceof ResourceLimitException || e instanceof IllegalStateException;
+    }
+
+    /**
+     * Undoes a receive that failed: unmaps what it mapped, then gives the token back, in flight
+     * again when {@code unclaim} (a failure that is not the message's fault), else released (the
+     * message is used up); failures are added to {@code failure}. A mapping that cannot be closed
+     * keeps the token held (the memory may still be open), and this process in the file with it.
+     */
+    private void undoReceive(CounterFile counters, int slot, ReceivedSegment mapping, boolean claimed,
+                             boolean unclaim, Throwable failure) {
+        try {
+            if (mapping != null) {
+                unmap(mapping); // closed before the token goes back
+            }
+        } catch (RuntimeException suppressed) {
+            failure.addSuppressed(suppressed);
+            if (!claimed) {
+                receiveCache.unholdCounters(counters);
+            }
+            return;
+        }
+        if (!claimed) {
+            receiveCache.unholdCounters(counters);
+        } else if (unclaim) {
+            receiveCache.unclaimToken(counters, slot);
+        } else {
+            receiveCache.releaseToken(counters, slot); // unholds the counters too
+        }
+    }
+
+    /**
+     * Gives back a block {@link #receive} returned that nothing in this process used, because its
+     * caller could not finish making the tensor ({@code failure}, out of memory): the memory is
+     * unmapped and the token is in flight again, as after a receive that failed for a reason that
+     * is not the message's. A failure of the unmapping is added to {@code failure}.
+     */
+    public void unreceive(ReceivedBlock block, Throwable failure) {
+        block.dropOnlyReference();
+        undoReceive(block.counters, block.slot, block.segment, true, true, failure);
     }
 
     /**
@@ -780,6 +840,8 @@ public final class Sharing implements AutoCloseable {
         if (device != null) {
             device.close(); // before the tokens go back: received device memory is closed first
         }
+        deviceReceives.close(); // the device's close ended their waits: each gives its token back now
+        deviceReceives.awaitReleased();
         receiveCache.close();
         collect();
         allocator.close();

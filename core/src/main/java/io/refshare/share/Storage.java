@@ -151,6 +151,15 @@ public abstract sealed class Storage permits LocalBlock, MappedBlock {
         }
     }
 
+    /**
+     * Drops the one reference of a storage no other thread got to see, without disposing of it:
+     * for a caller that gives it back another way ({@link Sharing#unreceive}). A plain write, no
+     * compare-and-set: it runs when the heap is full, where linking a call site may fail.
+     */
+    final void dropOnlyReference() {
+        references = 0;
+    }
+
     public final int references() {
         return references;
     }

@@ -46,6 +46,38 @@ class CounterFileTest {
         }
     }
 
+    /**
+     * A claim its holder cannot finish goes back in flight: only the holder's, keeping the tag,
+     * not counted as a release, and claimable again by the next receiver (here another instance,
+     * another peer entry, as another process would be).
+     */
+    @Test
+    void aClaimItsHolderCannotFinishGoesBackInFlight() {
+        try (TempShm shm = new TempShm(); CounterFile f = CounterFile.create(shm.directory(), 4, 2);
+             CounterFile other = CounterFile.open(shm.directory(), f.name())) {
+            int tag = 0x5EED_0001;
+            int s = f.handOut(tag);
+            assertFalse(f.unclaim(s), "a token in flight has no claim to give back");
+            assertTrue(f.claim(s, tag));
+            assertFalse(other.unclaim(s), "only its holder gives a claim back");
+            assertTrue(f.unclaim(s));
+            assertFalse(f.unclaim(s), "once");
+            assertEquals(CounterFileLayout.IN_FLIGHT, f.state(s));
+            assertEquals(tag, f.tag(s), "the tag is kept");
+            assertEquals(0, f.releases(), "nothing was released");
+            assertFalse(f.isReturned(s, tag), "the owner sees a token still out");
+            assertEquals(1, f.live());
+            assertFalse(other.claim(s, tag + 1), "the next claim still presents the range");
+            assertTrue(other.claim(s, tag), "the next receiver takes it");
+            assertEquals(1, f.heldBy(ProcessIdentity.current()), "held once, through the other instance");
+            assertTrue(other.release(s));
+            assertFalse(other.unclaim(s), "a released token stays released");
+            assertEquals(CounterFileLayout.RELEASED, f.state(s));
+            assertEquals(1, f.releases());
+            f.unlink();
+        }
+    }
+
     @Test
     void outOfRangeSlotsAreRejected() {
         try (TempShm shm = new TempShm(); CounterFile f = CounterFile.create(shm.directory(), 8, 1)) {

@@ -1,9 +1,11 @@
 package io.refshare.cuda.driver;
 
 import io.refshare.cuda.CudaConfig;
+import io.refshare.cuda.CudaException;
 import io.refshare.cuda.CudaUnavailableException;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.RefshareException;
+import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.stats.CudaStats;
 import io.refshare.memory.CachingAllocator;
 import io.refshare.memory.Segment;
@@ -437,7 +439,18 @@ public final class CudaSharing implements DeviceSharing {
             checkSize(d, own.size());
             return new Opened(handle, own.name(), own.address(), own.size(), true);
         }
-        long address = driver.ipcOpenMemHandle(handle.bytes());
+        long address;
+        try {
+            address = driver.ipcOpenMemHandle(handle.bytes());
+        } catch (CudaException e) {
+            if (e.code() == CudaDriver.CUDA_ERROR_OUT_OF_MEMORY) {
+                // this device's limit, not the message's fault: the message can be received later,
+                // or by another process, and a queue gives it back (protocol 12.2)
+                throw new ResourceLimitException("no device memory left on " + context + " to open segment "
+                        + d.segmentName() + " of " + d.sender() + ": " + e.getMessage(), e);
+            }
+            throw e;
+        }
         ipcOpens.increment();
         try {
             CudaDriver.AddressRange range = driver.addressRange(address);
@@ -509,7 +522,7 @@ public final class CudaSharing implements DeviceSharing {
             if (closing) {
                 throw new IllegalStateException("the CUDA side of this refshare instance is closing: the receive of"
                         + " a block of segment " + d.segmentName() + " stopped waiting for the device work its sender, "
-                        + d.sender() + ", recorded; the reference goes back");
+                        + d.sender() + ", recorded; the message's reference is in flight again");
             }
             if (Thread.interrupted()) {
                 Thread.currentThread().interrupt();

@@ -174,10 +174,11 @@ class CudaDeadSenderTest {
     /**
      * A receive of a device block whose live sender holds its stream for good, on a thread of its
      * own, ended by {@code end} once it polls the event; checks that it ended and that its token
-     * went back, then kills the sender (a real driver's hold lasts until its process exits) and
-     * checks that nothing is left.
+     * is no longer held ({@code liveAfter}: 1 when in flight again, 0 when used up), then kills
+     * the sender (a real driver's hold lasts until its process exits) and checks that nothing is
+     * left.
      */
-    private static EndedReceive aWaitingReceiveEndedBy(EndTheWait end) throws Exception {
+    private static EndedReceive aWaitingReceiveEndedBy(int liveAfter, EndTheWait end) throws Exception {
         CudaTestSupport.require();
         try (TempShm shm = new TempShm()) {
             TestDouble td = testDouble(shm);
@@ -200,7 +201,13 @@ class CudaDeadSenderTest {
                 end.end(rs, receiver);
                 receiver.join(60_000); // a bound against hanging, not a timing check
                 assertFalse(receiver.isAlive(), "the wait ended");
-                assertEquals("LIVE 0", send(producer, "LIVE"), "the token went back");
+                assertEquals("LIVE " + liveAfter, send(producer, "LIVE"), "the token went back");
+                Descriptor d = DescriptorCodec.decode(message);
+                try (CounterFile counters = CounterFile.open(shm.directory(), d.counterFileName())) {
+                    assertEquals(liveAfter == 1 ? CounterFileLayout.IN_FLIGHT : CounterFileLayout.RELEASED,
+                            counters.state(d.slot()));
+                    assertEquals(0, counters.heldBy(ProcessIdentity.current()), "held by nobody");
+                }
                 producer.kill();
             }
             if (td != null) {
@@ -211,20 +218,25 @@ class CudaDeadSenderTest {
         }
     }
 
-    /** Closing this process's refshare ends a receive that waits for a live sender's work, and the close returns. */
+    /**
+     * Closing this process's refshare ends a receive that waits for a live sender's work, and the
+     * close returns. The message is not used up: its token is in flight again, for another
+     * receiver (a queue gives such a message back).
+     */
     @Test
     void closingEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
         // a bound against hanging, not a timing check: a close that waited for the receive would
         // hang until the sender is killed at the end
-        EndedReceive ended = aWaitingReceiveEndedBy((rs, receiver) ->
+        EndedReceive ended = aWaitingReceiveEndedBy(1, (rs, receiver) ->
                 CompletableFuture.runAsync(rs::close, OWN_THREAD).get(60, TimeUnit.SECONDS));
+        assertTrue(ended.failure() instanceof IllegalStateException, String.valueOf(ended.failure()));
         assertTrue(ended.failure().getMessage().contains("is closing"), String.valueOf(ended.failure()));
     }
 
     /** An interrupt ends a receive that waits for a live sender's work; the thread keeps its interrupt status. */
     @Test
     void anInterruptEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
-        EndedReceive ended = aWaitingReceiveEndedBy((rs, receiver) -> {
+        EndedReceive ended = aWaitingReceiveEndedBy(0, (rs, receiver) -> {
             receiver.interrupt();
             receiver.join(60_000); // a bound against hanging, not a timing check
             assertEquals(0, rs.cuda().stats().openSegments());
