@@ -5,6 +5,7 @@ import io.refshare.channel.RepeatedWarning;
 import io.refshare.channel.Incoming;
 import io.refshare.channel.QueueStats;
 import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.ReceiveInterruptedException;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.exceptions.RefshareException;
@@ -244,7 +245,9 @@ public final class ShareQueue implements AutoCloseable {
      * done. Messages that cannot be received are skipped (see {@link #rejected()}).
      *
      * @return the tensor, never null
-     * @throws InterruptedException when the waiting thread is interrupted; no message is taken
+     * @throws InterruptedException when the waiting thread is interrupted, also while it waits
+     *         for the device work a device tensor's sender recorded; no message is taken (one
+     *         being received goes back to the queue)
      * @throws QueueClosedException at the end of the stream, once drained ({@link ProducersGoneException}
      *         when it ended because every producer died)
      * @throws ResourceLimitException if the message could not be taken for a resource limit; it was given
@@ -299,6 +302,11 @@ public final class ShareQueue implements AutoCloseable {
                 return queue.poll(Math.max(0, left), TimeUnit.NANOSECONDS, receiving);
             } catch (QueueClosedException | ResourceLimitException e) {
                 throw e; // the end of the stream, or a message given back: not a rejection
+            } catch (ReceiveInterruptedException e) {
+                Thread.interrupted(); // reported as the exception, as every interrupted wait does
+                InterruptedException interrupted = new InterruptedException(e.getMessage());
+                interrupted.initCause(e);
+                throw interrupted; // the message was given back
             } catch (RefshareException e) {
                 rejected.increment();
                 rejections.warn(queue.name() + ": rejected a message: " + e.getMessage());
@@ -326,6 +334,9 @@ public final class ShareQueue implements AutoCloseable {
      * @param max  the most to take; 0 takes none
      * @return how many were added: 0 when the queue is empty (or its stream ended: the next
      *         {@code take} says so)
+     * @throws ReceiveInterruptedException when the thread was interrupted while a device tensor's
+     *                                receive waited for its sender's device work: that message
+     *                                went back to the queue, the thread's interrupt status is set
      * @throws ResourceLimitException as {@link #take()}: that message went back to the queue;
      *                                the ones taken before are in {@code into}
      * @throws QueueClosedException   when this handle is closed
@@ -343,7 +354,7 @@ public final class ShareQueue implements AutoCloseable {
         int taken = queue.pollAvailable(max, (cell, offset, length) -> {
             try {
                 return refshare.receive(cell, offset, length);
-            } catch (ResourceLimitException | IllegalStateException cannotTakeNow) {
+            } catch (ResourceLimitException | IllegalStateException | ReceiveInterruptedException cannotTakeNow) {
                 throw cannotTakeNow; // given back to the queue
             } catch (RefshareException e) {
                 rejected.increment();

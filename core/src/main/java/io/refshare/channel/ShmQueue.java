@@ -3,6 +3,7 @@ package io.refshare.channel;
 import io.refshare.exceptions.InvalidDataException;
 import io.refshare.exceptions.ProducersGoneException;
 import io.refshare.exceptions.QueueClosedException;
+import io.refshare.exceptions.ReceiveInterruptedException;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.channel.ShmQueueLayout.Geometry;
 import io.refshare.shm.HandleUses;
@@ -351,8 +352,9 @@ public final class ShmQueue implements AutoCloseable {
      * reference taken, say) is thus either done and attributable to this process, or not
      * done and still queued: it cannot be lost in between. An exception from the function
      * propagates; the message is consumed either way, except for a
-     * {@link ResourceLimitException}, an {@link IllegalStateException} or an
-     * {@link OutOfMemoryError}: the message is then given back to the queue unconsumed
+     * {@link ResourceLimitException}, an {@link IllegalStateException}, a
+     * {@link ReceiveInterruptedException} or an {@link OutOfMemoryError}: the message is then
+     * given back to the queue unconsumed
      * (another consumer, or a later poll, gets it) and the exception propagates.
      *
      * @return what {@code whileClaimed} returned, or null if no message came within the timeout
@@ -431,8 +433,9 @@ public final class ShmQueue implements AutoCloseable {
      * Takes up to {@code max} messages available now, each handed to {@code whileClaimed} while
      * its cell is still claimed, and wakes sleeping producers once for all of them; never
      * waits. Messages with an impossible length are skipped (counted as rejected); a
-     * {@link ResourceLimitException}, {@link IllegalStateException} or {@link OutOfMemoryError}
-     * from {@code whileClaimed} gives that message back and ends the batch.
+     * {@link ResourceLimitException}, {@link IllegalStateException},
+     * {@link ReceiveInterruptedException} or {@link OutOfMemoryError} from {@code whileClaimed}
+     * gives that message back and ends the batch.
      *
      * @return how many were handed to {@code whileClaimed} and then to {@code sink}
      */
@@ -675,8 +678,9 @@ public final class ShmQueue implements AutoCloseable {
      * Reads the message of a position this handle holds in READING, in place with
      * {@code whileClaimed}, and frees the cell whatever happens: an impossible length is rejected (and counted), never left blocking
      * the queue. A {@link ResourceLimitException} from {@code whileClaimed} (this process is out
-     * of a fixed resource), an {@link OutOfMemoryError}, or an {@link IllegalStateException} (it
-     * can no longer receive: its context closed) gives the message back to the queue instead,
+     * of a fixed resource), an {@link OutOfMemoryError}, a {@link ReceiveInterruptedException},
+     * or an {@link IllegalStateException} (it can no longer receive: its context closed) gives
+     * the message back to the queue instead,
      * for another consumer (or this one's next call): none of them is the message's fault.
      */
     <T> T deliver(long position, Incoming<T> whileClaimed) {
@@ -714,7 +718,8 @@ public final class ShmQueue implements AutoCloseable {
                 throw rejected;
             }
             return cells.read(position, length, whileClaimed);
-        } catch (ResourceLimitException | IllegalStateException | OutOfMemoryError cannotTakeNow) {
+        } catch (ResourceLimitException | IllegalStateException | ReceiveInterruptedException
+                 | OutOfMemoryError cannotTakeNow) {
             if (cells.giveBack(position)) {
                 notEmpty.signalSleeper();
             }

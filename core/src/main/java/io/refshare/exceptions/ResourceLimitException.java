@@ -3,7 +3,7 @@ package io.refshare.exceptions;
 /**
  * A fixed resource is exhausted: one of a shared file (every peer entry of a counter file held
  * by live processes, say), or one of this process or machine (its open files, its mappings,
- * the kernel's memory). Nothing was consumed on its behalf: a message that met the limit while
+ * the kernel's memory, its device's memory). Nothing was consumed on its behalf: a message that met the limit while
  * being received is given back to its queue for a consumer that can take it, or for this one
  * once the limit is no longer reached. The message names the limit and how to raise it.
  */

@@ -1,6 +1,7 @@
 package io.refshare.share;
 
 import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.ReceiveInterruptedException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.counter.CounterFile;
@@ -425,12 +426,14 @@ public final class Sharing implements AutoCloseable {
 
     /**
      * True for a receive's failure that says nothing about the message: this process is out of
-     * a fixed resource, or can no longer receive (its context closed). A queue gives such a
-     * message back (ShmQueue), and the receive put its token back in flight for the next
-     * receiver; out of memory is one too. Any other failure rejects the message.
+     * a fixed resource, can no longer receive (its context closed), or its thread was
+     * interrupted. A queue gives such a message back (ShmQueue), and the receive put its token
+     * back in flight for the next receiver; out of memory is one too. Any other failure rejects
+     * the message.
      */
     private static boolean notTheMessagesFault(RuntimeException e) {
-        return e instanceof ResourceLimitException || e instanceof IllegalStateException;
+        return e instanceof ResourceLimitException || e instanceof IllegalStateException
+                || e instanceof ReceiveInterruptedException;
     }
 
     /**

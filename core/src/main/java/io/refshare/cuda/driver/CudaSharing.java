@@ -4,6 +4,7 @@ import io.refshare.cuda.CudaConfig;
 import io.refshare.cuda.CudaException;
 import io.refshare.cuda.CudaUnavailableException;
 import io.refshare.exceptions.InvalidDataException;
+import io.refshare.exceptions.ReceiveInterruptedException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.exceptions.ResourceLimitException;
 import io.refshare.stats.CudaStats;
@@ -526,9 +527,9 @@ public final class CudaSharing implements DeviceSharing {
             }
             if (Thread.interrupted()) {
                 Thread.currentThread().interrupt();
-                throw new RefshareException("interrupted while waiting for the device work that " + d.sender()
-                        + " recorded before sending a block of segment " + d.segmentName()
-                        + "; the reference goes back");
+                throw new ReceiveInterruptedException("interrupted while waiting for the device work that "
+                        + d.sender() + " recorded before sending a block of segment " + d.segmentName()
+                        + "; the message's reference is in flight again");
             }
             long now = System.nanoTime();
             if (now - nextVerdict >= 0) {

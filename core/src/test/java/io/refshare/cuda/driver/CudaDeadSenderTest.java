@@ -4,6 +4,7 @@ import io.refshare.Refshare;
 import io.refshare.Tensor;
 import io.refshare.counter.CounterFile;
 import io.refshare.counter.CounterFileLayout;
+import io.refshare.exceptions.ReceiveInterruptedException;
 import io.refshare.exceptions.RefshareException;
 import io.refshare.inspect.Janitor;
 import io.refshare.shm.FileHeader;
@@ -233,15 +234,18 @@ class CudaDeadSenderTest {
         assertTrue(ended.failure().getMessage().contains("is closing"), String.valueOf(ended.failure()));
     }
 
-    /** An interrupt ends a receive that waits for a live sender's work; the thread keeps its interrupt status. */
+    /**
+     * An interrupt ends a receive that waits for a live sender's work; the thread keeps its
+     * interrupt status, and the message is not used up (its token is in flight again).
+     */
     @Test
     void anInterruptEndsAReceiveThatWaitsForALiveSendersWork() throws Exception {
-        EndedReceive ended = aWaitingReceiveEndedBy(0, (rs, receiver) -> {
+        EndedReceive ended = aWaitingReceiveEndedBy(1, (rs, receiver) -> {
             receiver.interrupt();
             receiver.join(60_000); // a bound against hanging, not a timing check
             assertEquals(0, rs.cuda().stats().openSegments());
         });
-        assertTrue(ended.failure() instanceof RefshareException, String.valueOf(ended.failure()));
+        assertTrue(ended.failure() instanceof ReceiveInterruptedException, String.valueOf(ended.failure()));
         assertTrue(ended.failure().getMessage().startsWith("interrupted while waiting for the device work"),
                 ended.failure().getMessage());
         assertTrue(ended.interrupted(), "the thread's interrupt status is kept");
