@@ -255,7 +255,8 @@ final class QueueCells {
      *         holds it now deals with it
      */
     boolean giveBack(long position) {
-        return returnCell(cellOffset(position) + CELL_WORD, reading(position, claimant), reading(position, RETURNED), 1);
+        return returnCell(cellOffset(position) + CELL_WORD, reading(position, claimant), reading(position, RETURNED),
+                1);
     }
 
     private boolean returnCell(long wordOffset, long claimed, long returned, long count) {

@@ -180,7 +180,8 @@ final class ReceiveCache {
         try {
             Sharing.checkSender(file, d);
             return map(d.segmentName(), d.segmentSize(), d.offset());
-        } catch (RuntimeException e) { // a segment cut while map opened it is one too (ShmFile.checkOrClose)
+        } catch (RuntimeException | OutOfMemoryError e) {
+            // a segment cut while map opened it is one too (ShmFile.checkOrClose); a full heap leaves nothing held
             dropToken(file);
             throw e;
         }

@@ -90,7 +90,8 @@ class CudaTakeGivesBackTest {
                  ShareQueue q = rs.createQueue(4); ShmQueue raw = ShmQueue.open(shm.directory(), q.name())) {
                 Descriptor d = offerFrom(producer, raw, false);
                 td.fail("cuIpcOpenMemHandle_v2", CudaDriver.CUDA_ERROR_OUT_OF_MEMORY, 1);
-                // a bound against hanging, not a timing check: a message used up by the failure would leave nothing to take
+                // a bound against hanging, not a timing check: a message the failure used up leaves nothing
+                // to take
                 var e = assertThrows(ResourceLimitException.class, () -> q.poll(30, TimeUnit.SECONDS));
                 assertTrue(e.getMessage().startsWith("no device memory left on "), e.getMessage());
                 assertTrue(e.getMessage().contains(d.segmentName()), e.getMessage());
