@@ -186,11 +186,14 @@ class Sharing:
             if not own:
                 self._held[cnt.name] += 1  # keeps the file mapped until the token goes back
             self.received += 1
+        h = None
         try:
             h = HeldBlock(self, segment, d.offset, d.length, None, (cnt, d.slot, tag))
             h.refs = 1
             return Tensor(h, tensor_layout, writable=False)
         except (MemoryError, KeyboardInterrupt):
+            if h is not None:
+                h.refs = 0  # a Tensor made before the failure must not give the token back when collected
             self._unreceive(cnt, d, tag, own)
             raise
 

@@ -365,9 +365,10 @@ public final class Refshare implements AutoCloseable {
      *                                the message can be received later or elsewhere
      * @throws OutOfMemoryError       when the heap is full: nothing is taken either, the
      *                                message's reference is in flight again
-     * @throws ReceiveInterruptedException when the thread is interrupted while the receive of a
-     *                                device tensor waits for its sender's device work: nothing
-     *                                is taken, the thread's interrupt status stays set
+     * @throws io.refshare.exceptions.ReceiveInterruptedException when the thread is interrupted
+     *                                while the receive of a device tensor waits for its sender's
+     *                                device work: nothing is taken, the thread's interrupt status
+     *                                stays set
      * @throws RefshareException      when the message was already received or returned, it is
      *                                a device tensor whose sender is dead (its reference goes
      *                                back), or a file it names is unusable (gone with its
