@@ -28,3 +28,8 @@ class ResourceLimitError(RefshareError):
 
 class OutOfSharedMemoryError(RefshareError):
     """The shared-memory directory has no room for a new file (Java: OutOfSharedMemoryException)."""
+
+
+# What a receive can fail with that says nothing about the message (protocol 9.8): a claimed token
+# is put back in flight and a queue gives the message back, both for these and only these.
+NOT_THE_MESSAGES_FAULT = (ResourceLimitError, MemoryError, KeyboardInterrupt)

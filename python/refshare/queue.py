@@ -7,8 +7,8 @@ import sys
 import time
 
 from . import native, shm
-from .errors import (InvalidDataError, ProducersGoneError, QueueClosedError, RefshareError,
-                     ResourceLimitError)
+from .errors import (NOT_THE_MESSAGES_FAULT, InvalidDataError, ProducersGoneError, QueueClosedError,
+                     RefshareError, ResourceLimitError)
 
 MAGIC = 0x3145554555515352  # "RSQUEUE1"
 VERSION = 1
@@ -353,8 +353,7 @@ class TensorQueue:
                 payload = f.buffer()[cell + 16:cell + 16 + n]  # a copy (mmap slices are bytes)
                 try:
                     result = receive(payload)
-                except (ResourceLimitError, MemoryError, KeyboardInterrupt):
-                    # not the message's fault (section 9.8): a claimed token was unclaimed by the receive
+                except NOT_THE_MESSAGES_FAULT:  # a claimed token was put back in flight by the receive
                     self._give_back(cell, pos)
                     cell = None  # no longer ours to free, whether or not the give-back took
                     raise

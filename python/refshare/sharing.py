@@ -9,7 +9,7 @@ import time
 from . import descriptor as dc
 from . import shm
 from .counter import CounterFile, CounterFilePool
-from .errors import InvalidDataError, RefshareError
+from .errors import NOT_THE_MESSAGES_FAULT, InvalidDataError, RefshareError
 from .memory import Allocator, HEADER_BYTES, Segment
 from .tensor import HeldBlock, Tensor
 
@@ -191,7 +191,7 @@ class Sharing:
             h = HeldBlock(self, segment, d.offset, d.length, None, (cnt, d.slot, tag))
             h.refs = 1
             return Tensor(h, tensor_layout, writable=False)
-        except (MemoryError, KeyboardInterrupt):
+        except NOT_THE_MESSAGES_FAULT:
             if h is not None:
                 h.refs = 0  # a Tensor made before the failure must not give the token back when collected
             self._unreceive(cnt, d, tag, own)

@@ -719,7 +719,7 @@ public final class ShmQueue implements AutoCloseable {
             }
             return cells.read(position, length, whileClaimed);
         } catch (ResourceLimitException | IllegalStateException | ReceiveInterruptedException
-                 | OutOfMemoryError cannotTakeNow) {
+                 | OutOfMemoryError cannotTakeNow) { // as Sharing.notTheMessagesFault: they must agree
             if (cells.giveBack(position)) {
                 notEmpty.signalSleeper();
             }

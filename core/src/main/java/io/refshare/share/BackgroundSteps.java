@@ -8,7 +8,7 @@ import java.util.function.BooleanSupplier;
 /**
  * The steps of one background thread ({@link Collector}, {@link Housekeeper}), each run on its
  * own: the thread survives whatever a step throws short of a virtual machine error (see
- * {@link Failures}; a full heap pauses the thread, {@link #pauseForHeap}), and a step that
+ * {@link Failures}; a full heap pauses the thread, {@link #repeat}), and a step that
  * keeps failing is logged once, then again only after it
  * has succeeded in between. Not thread-safe: one per thread.
  */
@@ -41,13 +41,20 @@ final class BackgroundSteps {
     }
 
     /**
-     * Pauses a background thread whose round met a full heap ({@link OutOfMemoryError}): it goes
-     * on afterwards instead of ending, since the application may free memory again, and a
-     * collector or housekeeper gone for good would keep every block sent from then on. Nothing
-     * is logged: logging needs the heap.
+     * Runs {@code round} again and again until the thread's owner is closed. A round that meets
+     * a full heap ({@link OutOfMemoryError}) ends there, and the thread pauses and goes on
+     * instead of ending, since the application may free memory again, and a collector or
+     * housekeeper gone for good would keep every block sent from then on. Nothing is logged:
+     * logging needs the heap.
      */
-    static void pauseForHeap() {
-        park(FULL_HEAP_PAUSE_MILLIS * 1_000_000);
+    void repeat(Runnable round) {
+        while (!closed.getAsBoolean()) {
+            try {
+                round.run();
+            } catch (OutOfMemoryError fullHeap) {
+                park(FULL_HEAP_PAUSE_MILLIS * 1_000_000);
+            }
+        }
     }
 
     /** Runs one step; true when it completed. */

@@ -22,9 +22,8 @@ import io.refshare.counter.CounterFile;
  * Every step runs on its own and the thread survives whatever a step throws short of a
  * virtual machine error ({@link BackgroundSteps}; the {@link InternalError} of a fault on a
  * truncated mapping is survived, and a full heap pauses the thread). A damaged counter file is
- * quarantined by its pool, and the
- * next round goes on, so the other files' references are still reclaimed and
- * {@code collect()} and allocation pressure still work.
+ * quarantined by its pool, and the next round goes on, so the other files' references are
+ * still reclaimed and {@code collect()} and allocation pressure still work.
  */
 final class Collector implements Runnable {
     static final long SLEEP_MILLIS = 10;
@@ -57,15 +56,11 @@ final class Collector implements Runnable {
 
     @Override
     public void run() {
-        while (!sharing.isClosed()) {
-            try {
-                if (!steps.run("collecting the limbo", this::waitForWork)) {
-                    BackgroundSteps.park(SLEEP_MILLIS * 1_000_000); // no busy loop over a failing step
-                }
-            } catch (OutOfMemoryError fullHeap) {
-                BackgroundSteps.pauseForHeap();
+        steps.repeat(() -> {
+            if (!steps.run("collecting the limbo", this::waitForWork)) {
+                BackgroundSteps.park(SLEEP_MILLIS * 1_000_000); // no busy loop over a failing step
             }
-        }
+        });
     }
 
     private void waitForWork() {

@@ -7,7 +7,7 @@ package io.refshare.share;
  * mapping that another process truncated (an access past its new end) as one, although it
  * is a {@code VirtualMachineError}; it says nothing about the JVM, only about that file.
  * Other virtual machine errors are not a step's to handle: a full heap ends the round, and the
- * thread pauses and goes on ({@link BackgroundSteps#pauseForHeap}); anything else ends it.
+ * thread pauses and goes on ({@link BackgroundSteps#repeat}); anything else ends it.
  */
 final class Failures {
     private Failures() {

@@ -26,6 +26,8 @@ final class Housekeeper implements Runnable {
 
     private final Sharing sharing;
     private final BackgroundSteps steps;
+    /** When the next round of the chores that run every {@value #INTERVAL_MILLIS} ms is due; this thread's only. */
+    private long nextRound = System.nanoTime();
 
     Housekeeper(Sharing sharing) {
         this.sharing = sharing;
@@ -34,24 +36,21 @@ final class Housekeeper implements Runnable {
 
     @Override
     public void run() {
-        long nextRound = System.nanoTime();
-        while (!sharing.isClosed()) {
-            try {
-                if (System.nanoTime() - nextRound >= 0) {
-                    steps.run("reclaiming the references of dead processes", this::reclaimDeadHolders);
-                    steps.run("housekeeping", sharing::runHousekeeping);
-                    steps.run("leaving retired counter files", () -> sharing.receiveCache().leaveIdleRetired());
-                    steps.run("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
-                    steps.run("publishing the status file", sharing::publishStatus);
-                    nextRound = System.nanoTime() + INTERVAL_MILLIS * 1_000_000;
-                }
-                steps.run("making and unmapping own counter files", () -> sharing.counterFiles().tidy());
-                // closing unparks it, and so does the counter pool when it wants a file made or unmapped
-                BackgroundSteps.park(nextRound - System.nanoTime());
-            } catch (OutOfMemoryError fullHeap) {
-                BackgroundSteps.pauseForHeap();
-            }
+        steps.repeat(this::round);
+    }
+
+    private void round() {
+        if (System.nanoTime() - nextRound >= 0) {
+            steps.run("reclaiming the references of dead processes", this::reclaimDeadHolders);
+            steps.run("housekeeping", sharing::runHousekeeping);
+            steps.run("leaving retired counter files", () -> sharing.receiveCache().leaveIdleRetired());
+            steps.run("unmapping removed segments", () -> sharing.receiveCache().dropIdleRemoved());
+            steps.run("publishing the status file", sharing::publishStatus);
+            nextRound = System.nanoTime() + INTERVAL_MILLIS * 1_000_000;
         }
+        steps.run("making and unmapping own counter files", () -> sharing.counterFiles().tidy());
+        // closing unparks it, and so does the counter pool when it wants a file made or unmapped
+        BackgroundSteps.park(nextRound - System.nanoTime());
     }
 
     private void reclaimDeadHolders() {

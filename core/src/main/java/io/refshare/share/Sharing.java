@@ -427,9 +427,12 @@ public final class Sharing implements AutoCloseable {
     /**
      * True for a receive's failure that says nothing about the message: this process is out of
      * a fixed resource, can no longer receive (its context closed), or its thread was
-     * interrupted. A queue gives such a message back (ShmQueue), and the receive put its token
-     * back in flight for the next receiver; out of memory is one too. Any other failure rejects
-     * the message.
+     * interrupted; out of memory is one too (caught apart). The receive then puts its token back
+     * in flight, and ShmQueue.deliverQuietly gives the message back for exactly these: the two
+     * lists must agree, or a message is lost. Written out here and there, not shared through a
+     * class of its own: such a class would be loaded at the first failure, when a process out of
+     * heap or open files cannot load it (tried: both ProcessLimitsTest cases failed with
+     * NoClassDefFoundError).
      */
     private static boolean notTheMessagesFault(RuntimeException e) {
         return e instanceof ResourceLimitException || e instanceof IllegalStateException
